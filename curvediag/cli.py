@@ -1,0 +1,257 @@
+"""The ``curvediag`` command line. Heavy modules are imported only by the command that runs."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+__all__ = ["main"]
+
+EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+_MAIN_HELP = """\
+curvediag reads the logs of a training run and says what went wrong, where, why,
+and what to change next.
+
+examples:
+  curvediag diagnose output_dir/                 # a Trainer output folder
+  curvediag diagnose trainer_state.json --format json
+  curvediag diagnose run/ --set overfitting.min_rise=0.1 --fail-on critical
+  curvediag rules list
+  curvediag rules explain overfitting
+"""
+
+_DIAGNOSE_HELP = """\
+Diagnose one training run.
+
+PATH is a trainer_state.json, a Trainer output folder, or a folder of checkpoint-N/
+folders (the latest checkpoint is used).
+
+exit codes: 0 = nothing at or above --fail-on, 1 = findings at or above --fail-on,
+2 = the input or a rule file could not be read (the message says which and why).
+
+examples:
+  curvediag diagnose out/                                  # readable report
+  curvediag diagnose out/ --format json > diagnosis.json   # for scripts
+  curvediag diagnose out/ --fail-on warning                # gate a CI pipeline
+  curvediag diagnose out/ --set loss-spike.min_ratio=2 --set features.max_grad_norm=0.5
+  curvediag diagnose out/ --rules my_rules/                # add your own rules
+"""
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="curvediag",
+        description=_MAIN_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="store_true", help="print the version and exit")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    d = sub.add_parser(
+        "diagnose",
+        help="diagnose one run",
+        description=_DIAGNOSE_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    d.add_argument("path", metavar="PATH", help="trainer_state.json or a run folder")
+    _rule_options(d)
+    d.add_argument(
+        "--format",
+        choices=("text", "json", "markdown"),
+        default="text",
+        help="output format (default: text)",
+    )
+    d.add_argument(
+        "--fail-on",
+        choices=("critical", "warning", "never"),
+        default="critical",
+        help="exit 1 when a finding of this severity or worse fired (default: critical)",
+    )
+    d.add_argument(
+        "--map",
+        action="append",
+        default=[],
+        metavar="RAW=CANONICAL",
+        help="map a metric name the run uses onto a canonical one, e.g. my/loss=train/loss",
+    )
+
+    r = sub.add_parser(
+        "rules",
+        help="list, explain, validate and test rules",
+        description="Work with the rule catalog and your own rule files.",
+    )
+    rsub = r.add_subparsers(dest="rules_command", metavar="ACTION")
+    lst = rsub.add_parser("list", help="table of the rules")
+    _rule_options(lst, with_set=False)
+    ex = rsub.add_parser("explain", help="a rule's documentation, parameters and defaults")
+    ex.add_argument("rule_id", metavar="ID")
+    _rule_options(ex, with_set=False)
+    va = rsub.add_parser("validate", help="check rule files (schema, features, parameters)")
+    va.add_argument("files", nargs="+", metavar="FILE", help="rule files or folders")
+    te = rsub.add_parser(
+        "test",
+        help="run rule test cases (<id>.test.yaml beside each rule)",
+        description="Run the must-fire / must-stay-quiet cases of rules. Without FILE, the "
+        "built-in catalog's own tests run.",
+    )
+    te.add_argument("files", nargs="*", metavar="FILE", help="test files or folders")
+    _rule_options(te, with_set=False)
+    sc = rsub.add_parser("schema", help="print the JSON Schema of a rule file")
+    sc.add_argument("-o", "--output", help="write to this file instead of stdout")
+    sub.add_parser("features", help="list the features rules can use")
+    return parser
+
+
+def _rule_options(p: argparse.ArgumentParser, *, with_set: bool = True) -> None:
+    p.add_argument(
+        "--rules",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="extra rule file or folder (repeatable)",
+    )
+    p.add_argument("--no-builtin", action="store_true", help="do not load the built-in rules")
+    if with_set:
+        p.add_argument(
+            "--set",
+            action="append",
+            default=[],
+            metavar="ID.PARAM=VALUE",
+            help="override a rule parameter (repeatable); features.NAME=VALUE for feature "
+            "settings such as features.max_grad_norm",
+        )
+
+
+def _err(msg: str) -> None:
+    print(f"curvediag: error: {msg}", file=sys.stderr)
+
+
+def _cmd_diagnose(args: argparse.Namespace) -> int:
+    from curvediag.diagnosis import diagnose
+    from curvediag.ingest import load_run
+    from curvediag.ruleset.loader import load_rules, parse_overrides
+
+    aliases = {}
+    for item in args.map:
+        if "=" not in item:
+            _err(f"--map {item!r}: expected RAW=CANONICAL")
+            return EXIT_ERROR
+        k, v = item.split("=", 1)
+        aliases[k.strip()] = v.strip()
+    ruleset = load_rules(
+        *args.rules, builtin=not args.no_builtin, overrides=parse_overrides(args.set)
+    )
+    run = load_run(args.path, aliases=aliases or None)
+    d = diagnose(run, rules=ruleset)
+    if args.format == "json":
+        print(d.to_json())
+    elif args.format == "markdown":
+        print(d.to_markdown())
+    else:
+        print(d.to_text(), end="")
+    threshold = {"critical": 2, "warning": 1, "never": 99}[args.fail_on]
+    worst = max((f.severity.rank for f in d.findings), default=-1)
+    return EXIT_FINDINGS if worst >= threshold else EXIT_OK
+
+
+def _cmd_rules(args: argparse.Namespace) -> int:
+    from curvediag.ruleset.loader import load_rule_file, load_rules
+
+    action = args.rules_command
+    if action is None:
+        _err("rules needs an action: list, explain, validate, test or schema")
+        return EXIT_ERROR
+    if action == "schema":
+        from curvediag.ruleset.schema import rule_json_schema
+
+        text = json.dumps(rule_json_schema(), indent=2) + "\n"
+        if args.output:
+            Path(args.output).write_text(text, encoding="utf-8")
+        else:
+            print(text, end="")
+        return EXIT_OK
+    if action == "validate":
+        total = 0
+        for f in args.files:
+            p = Path(f)
+            files = sorted(p.rglob("*.yaml")) if p.is_dir() else [p]
+            for file in files:
+                if file.name.endswith(".test.yaml"):
+                    continue
+                total += len(load_rule_file(file))
+        print(f"{total} rule(s) valid")
+        return EXIT_OK
+    if action == "test":
+        from curvediag.ruleset.testing import format_results, run_rule_tests
+
+        ruleset = load_rules(*args.rules, builtin=not args.no_builtin)
+        results = run_rule_tests(args.files, ruleset=ruleset)
+        print(format_results(results))
+        return EXIT_OK if all(r.passed for r in results) else EXIT_FINDINGS
+    ruleset = load_rules(*args.rules, builtin=not args.no_builtin)
+    if action == "list":
+        rows = [(r.id, r.severity.value, r.category, r.title) for r in ruleset]
+        w0 = max((len(r[0]) for r in rows), default=2)
+        w2 = max((len(r[2]) for r in rows), default=8)
+        print(f"{'id':<{w0}}  {'severity':<8}  {'category':<{w2}}  title")
+        for rid, sev, cat, title in rows:
+            print(f"{rid:<{w0}}  {sev:<8}  {cat:<{w2}}  {title}")
+        print(f"\n{len(rows)} rules. 'curvediag rules explain ID' shows one in full.")
+        return EXIT_OK
+    if action == "explain":
+        from curvediag.ruleset.docs import explain_rule
+
+        try:
+            rule = ruleset.get(args.rule_id)
+        except KeyError:
+            _err(f"no rule {args.rule_id!r}; 'curvediag rules list' shows the ids")
+            return EXIT_ERROR
+        print(explain_rule(rule, ruleset.sources.get(rule.id)))
+        return EXIT_OK
+    return EXIT_ERROR  # pragma: no cover
+
+
+def _cmd_features() -> int:
+    from curvediag.features import FEATURES
+
+    width = max(len(n) for n in FEATURES)
+    for name, spec in sorted(FEATURES.items()):
+        print(f"{name:<{width}}  {spec.description}")
+    return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``curvediag`` console script."""
+    parser = _build_parser()
+    args = parser.parse_args(argv)
+    if args.version:
+        from curvediag import __version__
+
+        print(f"curvediag {__version__}")
+        return EXIT_OK
+    if args.command is None:
+        parser.print_help()
+        return EXIT_ERROR
+    from curvediag.errors import CurvediagError
+
+    try:
+        if args.command == "diagnose":
+            return _cmd_diagnose(args)
+        if args.command == "rules":
+            return _cmd_rules(args)
+        if args.command == "features":
+            return _cmd_features()
+    except CurvediagError as exc:
+        _err(str(exc))
+        return EXIT_ERROR
+    except BrokenPipeError:  # e.g. `curvediag ... | head`
+        return EXIT_OK
+    return EXIT_ERROR  # pragma: no cover
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

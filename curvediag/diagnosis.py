@@ -1,0 +1,43 @@
+"""``diagnose``: load a run, compute its features, apply the rules."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from curvediag.ingest import load_run
+from curvediag.model import Diagnosis, Run
+from curvediag.ruleset.engine import run_rules
+from curvediag.ruleset.loader import RuleSet, load_rules
+
+__all__ = ["diagnose"]
+
+
+def diagnose(
+    run_or_path: Run | str | os.PathLike[str],
+    *,
+    rules: RuleSet | Iterable[str | os.PathLike[str]] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    builtin: bool = True,
+) -> Diagnosis:
+    """Diagnose a training run.
+
+    Args:
+        run_or_path: A :class:`Run`, or a path :func:`curvediag.load_run` can read
+            (``trainer_state.json``, a Trainer output folder, ...).
+        rules: A loaded :class:`RuleSet`, or extra rule files/folders to load beside the
+            built-in catalog.
+        overrides: Parameter overrides, ``{"overfitting.min_rise": 0.1}``; feature settings as
+            ``{"features.max_grad_norm": 0.5}``.
+        builtin: Include the built-in rules (when ``rules`` is not a RuleSet).
+
+    Returns:
+        The :class:`Diagnosis`: verdict, findings (most severe first), skipped rules, features.
+    """
+    run = run_or_path if isinstance(run_or_path, Run) else load_run(run_or_path)
+    if isinstance(rules, RuleSet):
+        ruleset = rules.with_overrides(overrides) if overrides else rules
+    else:
+        ruleset = load_rules(*(str(r) for r in rules or ()), builtin=builtin, overrides=overrides)
+    return run_rules(run, ruleset)

@@ -1,0 +1,133 @@
+"""Small robust-statistics helpers shared by the feature groups."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from curvediag.errors import InsufficientDataError
+
+__all__ = [
+    "LossScale",
+    "binned_medians",
+    "fitted_change",
+    "mad_sigma",
+    "phase_mask",
+    "rolling_median",
+]
+
+PHASES = {"early": (0.0, 0.25), "mid": (0.25, 0.75), "late": (0.75, 1.0)}
+
+
+def mad_sigma(x: np.ndarray) -> float:
+    """Robust standard deviation (1.4826 x median absolute deviation) of the finite values."""
+    x = x[np.isfinite(x)]
+    if x.size == 0:
+        return 0.0
+    return float(1.4826 * np.median(np.abs(x - np.median(x))))
+
+
+def rolling_median(y: np.ndarray, window: int) -> np.ndarray:
+    """Centered rolling median (NaN-aware), same length as ``y``; edges use shrunken windows."""
+    n = y.size
+    if n == 0:
+        return y.copy()
+    w = max(1, min(window, n))
+    if w % 2 == 0:
+        w -= 1
+    half = w // 2
+    if half == 0:
+        return y.copy()
+    padded = np.concatenate([np.full(half, np.nan), y, np.full(half, np.nan)])
+    windows = np.lib.stride_tricks.sliding_window_view(padded, w)
+    with np.errstate(all="ignore"):
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            out = np.nanmedian(windows, axis=1)
+    result: np.ndarray = np.asarray(out, dtype=np.float64)
+    return result
+
+
+def smoothing_window(n: int) -> int:
+    """A window that smooths logging noise without erasing phases: ~5% of the points."""
+    return int(min(51, max(3, (n // 20) | 1)))
+
+
+def binned_medians(x: np.ndarray, y: np.ndarray, bins: int = 40) -> tuple[np.ndarray, np.ndarray]:
+    """Medians of (x, y) in at most ``bins`` equal-count bins (keeps fits robust and cheap)."""
+    n = x.size
+    if n <= bins:
+        return x, y
+    edges = np.linspace(0, n, bins + 1).astype(int)
+    pairs = list(itertools.pairwise(edges))
+    xs = np.array([np.median(x[a:b]) for a, b in pairs])
+    ys = np.array([np.median(y[a:b]) for a, b in pairs])
+    return xs, ys
+
+
+def robust_slope(x: np.ndarray, y: np.ndarray) -> float:
+    """Theil-Sen slope over binned medians (at most 40 bins), NaN-free input expected."""
+    xs, ys = binned_medians(x, y)
+    if xs.size < 2:
+        raise InsufficientDataError("fewer than 2 points in the phase")
+    i, j = np.triu_indices(xs.size, k=1)
+    dx = xs[j] - xs[i]
+    ok = dx != 0
+    if not bool(ok.any()):
+        raise InsufficientDataError("all points of the phase share one step")
+    return float(np.median((ys[j] - ys[i])[ok] / dx[ok]))
+
+
+def phase_mask(progress: np.ndarray, phase: str) -> np.ndarray:
+    lo, hi = PHASES[phase]
+    if phase == "early":
+        return progress <= hi
+    return (progress >= lo) & (progress <= hi)
+
+
+class LossScale:
+    """Work on a loss in a scale-free space.
+
+    Positive losses are handled in log space (so a change of 0.1 means ~10% everywhere, for a
+    loss of 0.01 or 10,000). Losses that can be zero or negative (RL objectives) are handled
+    relative to their typical magnitude instead.
+    """
+
+    def __init__(self, values: np.ndarray) -> None:
+        finite = values[np.isfinite(values)]
+        if finite.size == 0:
+            raise InsufficientDataError("no finite loss values")
+        self.log = bool(np.all(finite > 0))
+        scale = float(np.median(np.abs(finite)))
+        self.scale = scale if scale > 0 else 1.0
+
+    def forward(self, v: np.ndarray) -> np.ndarray:
+        if self.log:
+            with np.errstate(all="ignore"):
+                out: np.ndarray = np.log(v)
+            return out
+        return np.asarray(v / self.scale, dtype=np.float64)
+
+    def inverse(self, x: float) -> float:
+        """Back from transformed space to the loss's own units."""
+        return float(np.exp(x)) if self.log else float(x * self.scale)
+
+    def ratio(self, delta: float) -> float:
+        """A difference in transformed space as a fractional change (+0.1 = 10% higher)."""
+        if self.log:
+            return float(np.expm1(delta))
+        return float(delta)
+
+
+def fitted_change(progress: np.ndarray, t: np.ndarray, mask: np.ndarray, scale: LossScale) -> float:
+    """Fractional change of the robust trend across the masked part of the run."""
+    x, y = progress[mask], t[mask]
+    ok = np.isfinite(y)
+    x, y = x[ok], y[ok]
+    if x.size < 3:
+        raise InsufficientDataError("fewer than 3 points in a phase of the run")
+    slope = robust_slope(x, y)
+    return scale.ratio(slope * float(x.max() - x.min()))

@@ -1,0 +1,187 @@
+"""Evaluation-loss features and the train/eval gap."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from curvediag.errors import InsufficientDataError
+from curvediag.features._stats import LossScale, rolling_median, smoothing_window
+from curvediag.features.loss import train_loss
+from curvediag.features.registry import FeatureContext, Value, feature_group
+
+
+def _smoothed_train_at(ctx: FeatureContext, at_steps: np.ndarray) -> np.ndarray:
+    """Smoothed train loss interpolated at the given steps (NaN outside the logged range)."""
+    steps, values, _ = train_loss(ctx)
+    ok = np.isfinite(values)
+    s, v = steps[ok], values[ok]
+    if v.size < 2:
+        raise InsufficientDataError("fewer than 2 finite train-loss points")
+    smooth = rolling_median(v, smoothing_window(v.size))
+    out = np.interp(at_steps, s, smooth, left=np.nan, right=np.nan)
+    # an eval logged just after the last train log still compares with the last train level
+    out[
+        (at_steps > s[-1])
+        & (at_steps <= s[-1] + max(1, int(np.median(np.diff(s)) if s.size > 1 else 1)))
+    ] = smooth[-1]
+    return np.asarray(out, dtype=np.float64)
+
+
+@feature_group(
+    "eval",
+    requires=["eval/loss"],
+    features={
+        "eval.n": "number of evaluations",
+        "eval.first": "first eval loss",
+        "eval.last": "last eval loss",
+        "eval.min": "lowest eval loss",
+        "eval.min_step": "step of the lowest eval loss",
+        "eval.evals_after_min": "evaluations after the minimum",
+        "eval.rise_after_min": "fractional rise of the last eval loss above the minimum",
+        "eval.rising_evals": "trailing evaluations that stayed above the minimum by more than "
+        "the flat tolerance",
+        "eval.improvement": "fractional decrease from the first eval loss to the minimum",
+        "eval.change": "fractional change from the first to the last eval loss",
+        "eval.spread": "(max - min) / |median| of the finite eval losses",
+        "eval.train_change_after_min": "fractional change of the smoothed train loss from the "
+        "eval minimum to the end",
+        "eval.train_change": "fractional change of the smoothed train loss between the first and "
+        "the last evaluation",
+    },
+)
+def _eval(ctx: FeatureContext) -> dict[str, Value]:
+    steps, values = ctx.series("eval/loss")
+    ok = np.isfinite(values)
+    s, v = steps[ok], values[ok]
+    if v.size == 0:
+        raise InsufficientDataError("no finite eval-loss values")
+    scale = LossScale(v)
+    t = scale.forward(v)
+    i_min = int(np.argmin(v))
+    tol = ctx.settings.flat_tolerance
+    tol_t = float(np.log1p(tol)) if scale.log else tol
+    rising = 0
+    for x in t[::-1]:
+        if x - t[i_min] > tol_t:
+            rising += 1
+        else:
+            break
+    med = float(np.median(np.abs(v))) or 1.0
+    out: dict[str, Value] = {
+        "eval.n": int(v.size),
+        "eval.first": float(v[0]),
+        "eval.last": float(v[-1]),
+        "eval.min": float(v[i_min]),
+        "eval.min_step": int(s[i_min]),
+        "eval.evals_after_min": int(v.size - 1 - i_min),
+        "eval.rise_after_min": scale.ratio(float(t[-1] - t[i_min])),
+        "eval.rising_evals": rising,
+        "eval.improvement": -scale.ratio(float(t[i_min] - t[0])),
+        "eval.change": scale.ratio(float(t[-1] - t[0])),
+        "eval.spread": float((v.max() - v.min()) / med),
+        "eval.train_change_after_min": None,
+        "eval.train_change": None,
+    }
+    if ctx.run.get("train/loss") is not None:
+        try:
+            tr = _smoothed_train_at(ctx, np.array([s[i_min], s[-1], s[0]]))
+        except InsufficientDataError:
+            tr = np.full(3, np.nan)
+        if np.isfinite(tr[0]) and np.isfinite(tr[1]) and tr[0] != 0:
+            out["eval.train_change_after_min"] = float(tr[1] / tr[0] - 1)
+        if np.isfinite(tr[2]) and np.isfinite(tr[1]) and tr[2] != 0:
+            out["eval.train_change"] = float(tr[1] / tr[2] - 1)
+    return out
+
+
+@feature_group(
+    "gap",
+    requires=["train/loss", "eval/loss"],
+    features={
+        "gap.first": "eval - smoothed train loss at the first evaluation, relative to eval",
+        "gap.last": "eval - smoothed train loss at the last evaluation, relative to eval",
+        "gap.at_eval_min": "relative gap at the eval minimum",
+        "gap.growth": "relative gap at the last evaluation minus at the eval minimum",
+        "gap.eval_below_train": "fraction of evaluations with eval loss below the train loss",
+        "gap.trend": "slope of the relative gap per evaluation (least squares)",
+    },
+)
+def _gap(ctx: FeatureContext) -> dict[str, Value]:
+    steps, values = ctx.series("eval/loss")
+    ok = np.isfinite(values)
+    s, v = steps[ok], values[ok]
+    tr = _smoothed_train_at(ctx, s)
+    both = np.isfinite(tr) & (np.abs(v) > 0)
+    if not bool(both.any()):
+        raise InsufficientDataError("no evaluation falls inside the logged train-loss range")
+    rel = (v[both] - tr[both]) / np.abs(v[both])
+    vb = v[both]
+    i_min = int(np.argmin(vb))
+    trend = float(np.polyfit(np.arange(rel.size), rel, 1)[0]) if rel.size >= 3 else None
+    return {
+        "gap.first": float(rel[0]),
+        "gap.last": float(rel[-1]),
+        "gap.at_eval_min": float(rel[i_min]),
+        "gap.growth": float(rel[-1] - rel[i_min]),
+        "gap.eval_below_train": float(np.mean(rel < 0)),
+        "gap.trend": trend,
+    }
+
+
+@feature_group(
+    "grad",
+    requires=["train/grad_norm"],
+    features={
+        "grad.n": "number of logged grad norms",
+        "grad.threshold": "clipping threshold the clip fraction is measured against",
+        "grad.clip_fraction": "fraction of finite logged grad norms above the threshold",
+        "grad.clip_fraction_after_warmup": "the same, after warmup",
+        "grad.median_after_warmup": "median grad norm after warmup",
+        "grad.p90_after_warmup": "90th percentile grad norm after warmup",
+        "grad.ratio_to_threshold": "median grad norm after warmup / threshold",
+        "grad.max": "largest finite grad norm",
+        "grad.max_step": "step of the largest grad norm",
+        "grad.growth": "median grad norm over the last 20% of the post-warmup logs / over the "
+        "first 30%",
+        "grad.growth_start_step": "first step of the last 20% window",
+        "grad.first_nonfinite_step": "first step with a non-finite grad norm",
+        "grad.nonfinite_count": "number of non-finite grad norms",
+        "grad.near_zero": "median grad norm after warmup is below 1e-6",
+    },
+)
+def _grad(ctx: FeatureContext) -> dict[str, Value]:
+    steps, values = ctx.series("train/grad_norm")
+    thr_v = ctx.get("run.max_grad_norm")
+    thr = float(thr_v) if isinstance(thr_v, (int, float)) else 1.0
+    ok = np.isfinite(values)
+    bad_i = np.flatnonzero(~ok)
+    s, g = steps[ok], values[ok]
+    if g.size == 0:
+        raise InsufficientDataError("no finite grad-norm values")
+    warm = ctx.get("run.warmup_end_step")
+    after = s > int(warm or 0)
+    if int(after.sum()) < 3:
+        after = np.ones_like(after)
+    ga, sa = g[after], s[after]
+    m = ga.size
+    early = ga[: max(1, int(m * 0.3))]
+    late = ga[-max(1, int(m * 0.2)) :]
+    base = float(np.median(early))
+    med = float(np.median(ga))
+    i_max = int(np.argmax(g))
+    return {
+        "grad.n": int(values.size),
+        "grad.threshold": thr,
+        "grad.clip_fraction": float(np.mean(g > thr)),
+        "grad.clip_fraction_after_warmup": float(np.mean(ga > thr)),
+        "grad.median_after_warmup": med,
+        "grad.p90_after_warmup": float(np.percentile(ga, 90)),
+        "grad.ratio_to_threshold": med / thr if thr > 0 else None,
+        "grad.max": float(g[i_max]),
+        "grad.max_step": int(s[i_max]),
+        "grad.growth": float(np.median(late) / base) if base > 0 else None,
+        "grad.growth_start_step": int(sa[-max(1, int(m * 0.2))]),
+        "grad.first_nonfinite_step": int(steps[bad_i[0]]) if bad_i.size else None,
+        "grad.nonfinite_count": int(bad_i.size),
+        "grad.near_zero": bool(med < 1e-6),
+    }

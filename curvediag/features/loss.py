@@ -1,0 +1,355 @@
+"""Training-loss features: levels, phase trends, noise, plateaus, non-finite onset and spikes."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from curvediag.errors import InsufficientDataError
+from curvediag.features._stats import (
+    LossScale,
+    fitted_change,
+    mad_sigma,
+    phase_mask,
+    rolling_median,
+    smoothing_window,
+)
+from curvediag.features.registry import FeatureContext, Value, feature_group
+
+
+def train_loss(ctx: FeatureContext) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Train loss with hidden NaNs made explicit.
+
+    With ``logging_nan_inf_filter=True`` (the Trainer's default) a logging window whose every
+    step was NaN is logged as exactly 0.0 while ``grad_norm`` is NaN/Inf. Such points are
+    turned back into NaN here.
+
+    Returns:
+        (steps, values with hidden NaNs as NaN, mask of the hidden-NaN points)
+    """
+    steps, values = ctx.series("train/loss")
+    values = values.copy()
+    hidden = np.zeros(values.size, dtype=bool)
+    grad = ctx.run.get("train/grad_norm")
+    zero = values == 0.0
+    if grad is not None and bool(zero.any()):
+        bad_grad_steps = grad.steps[~np.isfinite(grad.values)]
+        hidden = zero & np.isin(steps, bad_grad_steps)
+        if bool(hidden.any()):
+            # Once hidden NaNs started, later exact zeros are NaN too.
+            first = int(np.argmax(hidden))
+            hidden[first:] |= zero[first:]
+    values[hidden] = np.nan
+    return steps, values, hidden
+
+
+@feature_group(
+    "loss",
+    requires=["train/loss"],
+    features={
+        "loss.n": "number of logged train-loss points",
+        "loss.first": "first logged train loss",
+        "loss.last": "last logged train loss",
+        "loss.min": "lowest train loss",
+        "loss.min_step": "step of the lowest train loss",
+        "loss.max": "highest finite train loss",
+        "loss.head": "median of the first train-loss logs (up to 3)",
+        "loss.tail": "median train loss over the last 10% of logs",
+        "loss.log_scale": "losses are positive and analysed in log space",
+        "loss.improvement": "fractional decrease from head to tail (0.6 = fell by 60%)",
+        "loss.change_early": "fractional change of the robust trend over the first 25% of the run",
+        "loss.change_mid": "fractional change of the robust trend over 25-75% of the run",
+        "loss.change_late": "fractional change of the robust trend over the last 25% of the run",
+        "loss.noise": "robust relative noise around the smoothed curve",
+        "loss.learning_stopped_at": "fraction of the run after which the smoothed loss stayed "
+        "within the flat tolerance of its final level",
+        "loss.learning_stopped_step": "step at which that happened",
+        "loss.drop_before_stop": "fractional decrease from head to the level where it stopped",
+        "loss.rise_from_min": "fractional rise of the tail above the smoothed minimum",
+        "loss.progress_lost": "(tail - smoothed minimum) / (head - smoothed minimum): share of "
+        "the achieved decrease given back by the end",
+        "loss.smoothed_min_step": "step of the smoothed minimum",
+        "loss.early_rise": "largest fractional rise above the first loss in the early logs",
+        "loss.early_peak_step": "step of that early peak",
+        "loss.early_window_end": "last step of the early window",
+    },
+)
+def _loss(ctx: FeatureContext) -> dict[str, Value]:
+    steps, values, _ = train_loss(ctx)
+    ok = np.isfinite(values)
+    if int(ok.sum()) < 2:
+        raise InsufficientDataError("fewer than 2 finite train-loss points")
+    # Analyse the part of the run before the first non-finite value.
+    end = int(np.argmin(ok)) if not bool(ok.all()) else values.size
+    if end < 2:
+        end = values.size
+    s, v = steps[:end][ok[:end]], values[:end][ok[:end]]
+    if v.size < 2:
+        raise InsufficientDataError("fewer than 2 finite train-loss points before the NaN")
+    scale = LossScale(v)
+    t = scale.forward(v)
+    n = v.size
+    k = max(1, n // 10)
+    k_head = max(1, min(3, k))
+    head_t, tail_t = float(np.median(t[:k_head])), float(np.median(t[-k:]))
+    span = float(s[-1] - s[0]) or 1.0
+    progress = (s - s[0]) / span
+    w = smoothing_window(n)
+    smooth = rolling_median(t, w)
+    noise = mad_sigma(t - smooth)
+
+    def change(phase: str) -> float | None:
+        try:
+            return fitted_change(progress, t, phase_mask(progress, phase), scale)
+        except InsufficientDataError:
+            return None
+
+    tol = max(ctx.settings.flat_tolerance, noise / max(1.0, np.sqrt(w)))
+    if scale.log:
+        tol = float(np.log1p(tol))
+    within = np.abs(smooth - tail_t) <= tol
+    # first index from which the smoothed curve stays within tolerance of its final level
+    not_within = np.flatnonzero(~within)
+    stop_i = int(not_within[-1] + 1) if not_within.size else 0
+    stop_i = min(stop_i, n - 1)
+    i_min_s = int(np.nanargmin(smooth))
+    early_n = int(min(50, max(3, n // 10)))
+    early = t[:early_n]
+    i_early = int(np.argmax(early))
+    return {
+        "loss.n": int(values.size),
+        "loss.first": float(v[0]),
+        "loss.last": float(values[-1]),
+        "loss.min": float(v.min()),
+        "loss.min_step": int(s[int(np.argmin(v))]),
+        "loss.max": float(v.max()),
+        "loss.head": float(np.median(v[:k_head])),
+        "loss.tail": float(np.median(v[-k:])),
+        "loss.log_scale": scale.log,
+        "loss.improvement": -scale.ratio(tail_t - head_t),
+        "loss.change_early": change("early"),
+        "loss.change_mid": change("mid"),
+        "loss.change_late": change("late"),
+        "loss.noise": float(noise),
+        "loss.learning_stopped_at": float(progress[stop_i]),
+        "loss.learning_stopped_step": int(s[stop_i]),
+        "loss.drop_before_stop": -scale.ratio(float(smooth[stop_i]) - head_t),
+        "loss.rise_from_min": scale.ratio(tail_t - float(smooth[i_min_s])),
+        "loss.progress_lost": _progress_lost(v, k_head, k, scale.inverse(float(smooth[i_min_s]))),
+        "loss.smoothed_min_step": int(s[i_min_s]),
+        "loss.early_rise": scale.ratio(float(early[i_early] - t[0])),
+        "loss.early_peak_step": int(s[i_early]),
+        "loss.early_window_end": int(s[early_n - 1]),
+    }
+
+
+def _progress_lost(v: np.ndarray, k_head: int, k_tail: int, smin_raw: float) -> float | None:
+    head = float(np.median(v[:k_head]))
+    tail = float(np.median(v[-k_tail:]))
+    smin = min(smin_raw, tail, head)
+    if head - smin <= 0:
+        return None
+    return (tail - smin) / (head - smin)
+
+
+@feature_group(
+    "nan",
+    requires=["train/loss"],
+    features={
+        "nan.first_step": "first step with a non-finite loss (train, hidden, or eval); None if "
+        "the run stayed finite",
+        "nan.source": "where it showed: train/loss, hidden (loss logged as 0.0 beside a "
+        "non-finite grad norm) or eval/loss",
+        "nan.at_start": "the very first logged loss was already non-finite",
+        "nan.finite_before": "number of finite train-loss logs before the first non-finite one",
+        "nan.progress": "fraction of the logged steps before the first non-finite value",
+        "nan.count": "number of non-finite train-loss logs",
+        "nan.persisted": "every train-loss log after the onset was non-finite too",
+        "nan.grad_growth": "largest grad norm in the 3 logs before the onset / the median grad "
+        "norm before them",
+        "nan.grad_growth_step": "step where the grad norm started climbing before the onset",
+        "nan.loss_rise": "fractional rise of the last finite losses above the smoothed minimum "
+        "before the onset",
+    },
+)
+def _nan(ctx: FeatureContext) -> dict[str, Value]:
+    steps, values, hidden = train_loss(ctx)
+    bad = ~np.isfinite(values)
+    candidates: list[tuple[int, str]] = []
+    if bool(bad.any()):
+        i = int(np.argmax(bad))
+        candidates.append((int(steps[i]), "hidden" if bool(hidden[i]) else "train/loss"))
+    ev = ctx.run.get("eval/loss")
+    if ev is not None and not bool(np.all(np.isfinite(ev.values))):
+        candidates.append((int(ev.steps[int(np.argmax(~np.isfinite(ev.values)))]), "eval/loss"))
+    none: dict[str, Value] = {
+        "nan.first_step": None,
+        "nan.source": None,
+        "nan.at_start": False,
+        "nan.finite_before": None,
+        "nan.progress": None,
+        "nan.count": 0,
+        "nan.persisted": None,
+        "nan.grad_growth": None,
+        "nan.grad_growth_step": None,
+        "nan.loss_rise": None,
+    }
+    if not candidates:
+        return none
+    onset, source = min(candidates)
+    before = steps < onset
+    finite_before = int(np.isfinite(values[before]).sum())
+    after = values[steps >= onset]
+    last = ctx.run.last_step or onset
+    first_step = int(steps[0])
+    out = dict(none)
+    out.update(
+        {
+            "nan.first_step": onset,
+            "nan.source": source,
+            "nan.at_start": finite_before == 0,
+            "nan.finite_before": finite_before,
+            "nan.progress": (onset - first_step) / max(1, last - first_step),
+            "nan.count": int(bad.sum()),
+            "nan.persisted": bool(after.size > 0 and not bool(np.isfinite(after).any())),
+        }
+    )
+    grad = ctx.run.get("train/grad_norm")
+    if grad is not None:
+        g_ok = (grad.steps < onset) & np.isfinite(grad.values)
+        g = grad.values[g_ok]
+        gs = grad.steps[g_ok]
+        if g.size >= 4:
+            recent = g[-3:]
+            base = float(np.median(g[:-3]))
+            if base > 0:
+                out["nan.grad_growth"] = float(recent.max() / base)
+                above = np.flatnonzero(g <= 2 * base)
+                start = int(above[-1] + 1) if above.size else 0
+                out["nan.grad_growth_step"] = int(gs[min(start, gs.size - 1)])
+    v = values[before]
+    v = v[np.isfinite(v)]
+    if v.size >= 4:
+        scale = LossScale(v)
+        t = scale.forward(v)
+        smooth = rolling_median(t, smoothing_window(v.size))
+        out["nan.loss_rise"] = scale.ratio(float(np.max(t[-3:])) - float(np.nanmin(smooth)))
+    return out
+
+
+@feature_group(
+    "spike",
+    requires=["train/loss"],
+    features={
+        "spike.count": "number of loss spikes after warmup (robust, scale-free)",
+        "spike.step": "step of the largest spike",
+        "spike.ratio": "largest spike / its local baseline",
+        "spike.value": "loss at the largest spike",
+        "spike.baseline": "local baseline loss before the largest spike",
+        "spike.recovered": "the loss came back to its baseline after the largest spike",
+        "spike.recovery_steps": "steps the loss took to come back",
+        "spike.unrecovered": "number of spikes after which the loss never came back",
+        "spike.height_vs_range": "(spike - baseline) / (first losses - lowest loss): how big the "
+        "spike is against the whole descent",
+        "spike.first_step": "step of the first spike",
+        "spike.window_start_step": "first step of the logging window holding the largest spike",
+        "spike.example_lo": "first training example index of that window (when batch size is "
+        "known)",
+        "spike.example_hi": "one past its last example index",
+    },
+)
+def _spikes(ctx: FeatureContext) -> dict[str, Value]:
+    steps, values, _ = train_loss(ctx)
+    ok = np.isfinite(values)
+    s, v = steps[ok], values[ok]
+    empty: dict[str, Value] = {
+        "spike.count": 0,
+        "spike.step": None,
+        "spike.ratio": None,
+        "spike.value": None,
+        "spike.baseline": None,
+        "spike.recovered": None,
+        "spike.recovery_steps": None,
+        "spike.unrecovered": 0,
+        "spike.height_vs_range": None,
+        "spike.first_step": None,
+        "spike.window_start_step": None,
+        "spike.example_lo": None,
+        "spike.example_hi": None,
+    }
+    if v.size < 8:
+        raise InsufficientDataError(f"only {v.size} finite train-loss points (spikes need 8)")
+    scale = LossScale(v)
+    t = scale.forward(v)
+    n = t.size
+    w = int(min(25, max(5, n // 20)))
+    # trailing baseline: median of the previous w points
+    pad = np.concatenate([np.full(w, np.nan), t])
+    windows = np.lib.stride_tricks.sliding_window_view(pad[:-1], w)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        base = np.nanmedian(windows, axis=1)
+    centered = rolling_median(t, smoothing_window(n))
+    sigma = max(mad_sigma(t - centered), 1e-12)
+    min_jump = (
+        float(np.log(ctx.settings.spike_min_ratio))
+        if scale.log
+        else ctx.settings.spike_min_ratio - 1.0
+    )
+    thresh = max(ctx.settings.spike_z * sigma, min_jump)
+    warm = ctx.get("run.warmup_end_step")
+    warm_i = int(np.searchsorted(s, int(warm or 0), side="right"))
+    start = max(warm_i, 3, min(w, n // 10))
+    resid = t - base
+    cand = np.zeros(n, dtype=bool)
+    cand[start:] = resid[start:] > thresh
+    if not bool(cand.any()):
+        return empty
+    # group consecutive spike points into events
+    idx = np.flatnonzero(cand)
+    groups = np.split(idx, np.flatnonzero(np.diff(idx) > 1) + 1)
+    horizon = max(3, n // 20)
+    events = []
+    for g in groups:
+        peak = int(g[np.argmax(resid[g])])
+        b = float(base[peak])
+        back = np.flatnonzero(
+            t[peak + 1 : peak + 1 + horizon * 4] <= b + max(2 * sigma, thresh / 2)
+        )
+        rec = int(back[0] + peak + 1) if back.size else None
+        events.append((float(resid[peak]), peak, b, rec))
+    events.sort(key=lambda e: -e[0])
+    r, peak, b, rec = events[0]
+    unrecovered = sum(1 for e in events if e[3] is None)
+    logging_window = int(s[peak] - s[peak - 1]) if peak > 0 else 1
+    window_start = int(s[peak]) - logging_window + 1
+    bs = ctx.get("run.batch_size")
+    accum = ctx.get("run.grad_accum")
+    lo = hi = None
+    if isinstance(bs, int) and bs > 0:
+        per_step = bs * (accum if isinstance(accum, int) else 1)
+        lo, hi = (window_start - 1) * per_step, int(s[peak]) * per_step
+    return {
+        "spike.count": len(events),
+        "spike.step": int(s[peak]),
+        "spike.ratio": float(np.exp(r)) if scale.log else 1.0 + r,
+        "spike.value": float(v[peak]),
+        "spike.baseline": scale.inverse(b),
+        "spike.recovered": rec is not None,
+        "spike.recovery_steps": None if rec is None else int(s[rec] - s[peak]),
+        "spike.unrecovered": unrecovered,
+        "spike.height_vs_range": _height(v, peak, scale.inverse(b)),
+        "spike.first_step": int(s[min(e[1] for e in events)]),
+        "spike.window_start_step": window_start,
+        "spike.example_lo": lo,
+        "spike.example_hi": hi,
+    }
+
+
+def _height(v: np.ndarray, peak: int, baseline: float) -> float | None:
+    head = float(np.median(v[: max(1, min(3, v.size // 10))]))
+    span = head - float(v.min())
+    if span <= 0:
+        return None
+    return (float(v[peak]) - baseline) / span

@@ -1,0 +1,213 @@
+"""The feature registry: every feature a rule may reference, by name.
+
+Features are computed in groups (one function computes all the ``loss.*`` features, for
+example) and lazily: a group runs the first time one of its features is asked for. A group
+that cannot be computed raises :class:`~curvediag.errors.InsufficientDataError`; its features
+are then *unavailable* (with the reason), which makes a rule that needs them *skipped*.
+
+A feature value of ``None`` means "does not exist in this run" (no NaN, no spike), which is
+different from unavailable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from curvediag.errors import InsufficientDataError
+from curvediag.model import Run
+
+__all__ = [
+    "FEATURES",
+    "GROUPS",
+    "FeatureContext",
+    "FeatureSet",
+    "FeatureSettings",
+    "FeatureSpec",
+    "Unavailable",
+    "Value",
+    "feature_group",
+]
+
+Value = float | int | bool | str | None
+
+
+@dataclass(frozen=True)
+class FeatureSpec:
+    """A named feature: what it means and which metrics it needs."""
+
+    name: str
+    description: str
+    group: str
+    requires: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class _Group:
+    name: str
+    requires: tuple[str, ...]
+    compute: Callable[[FeatureContext], dict[str, Value]]
+    features: tuple[str, ...]
+
+
+#: Every registered feature, by name.
+FEATURES: dict[str, FeatureSpec] = {}
+#: Every registered feature group, by name.
+GROUPS: dict[str, _Group] = {}
+
+
+def feature_group(
+    name: str, *, requires: Iterable[str], features: Mapping[str, str]
+) -> Callable[[Callable[[FeatureContext], dict[str, Value]]], Callable[..., dict[str, Value]]]:
+    """Register a function that computes a group of features.
+
+    Args:
+        name: Group name (also the prefix of its features by convention).
+        requires: Metric names the group needs (``train/loss`` ...).
+        features: Feature name -> one-line description. The function must return exactly
+            these keys.
+    """
+    req = tuple(requires)
+
+    def deco(
+        fn: Callable[[FeatureContext], dict[str, Value]],
+    ) -> Callable[[FeatureContext], dict[str, Value]]:
+        if name in GROUPS:
+            raise ValueError(f"feature group {name!r} registered twice")
+        for fname, desc in features.items():
+            if fname in FEATURES:
+                raise ValueError(f"feature {fname!r} registered twice")
+            FEATURES[fname] = FeatureSpec(fname, desc, name, req)
+        GROUPS[name] = _Group(name, req, fn, tuple(features))
+        return fn
+
+    return deco
+
+
+@dataclass
+class FeatureSettings:
+    """Settings that change how features are computed (overridable as ``features.<name>``).
+
+    Attributes:
+        max_grad_norm: Clipping threshold; ``None`` means "what the run says, else 1.0".
+        spike_z: A spike is a point this many robust standard deviations above its baseline.
+        spike_min_ratio: ...and at least this many times its baseline (scale-free).
+        flat_tolerance: Relative change under which a smoothed loss counts as flat.
+    """
+
+    max_grad_norm: float | None = None
+    spike_z: float = 6.0
+    spike_min_ratio: float = 1.3
+    flat_tolerance: float = 0.02
+
+    def update(self, values: Mapping[str, Any]) -> None:
+        for key, value in values.items():
+            if not hasattr(self, key):
+                known = ", ".join(sorted(self.__dataclass_fields__))
+                raise KeyError(f"unknown feature setting {key!r} (known: {known})")
+            setattr(self, key, None if value is None else float(value))
+
+
+class Unavailable:
+    """Marker for a feature that could not be computed, with the reason."""
+
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+    def __repr__(self) -> str:
+        return f"Unavailable({self.reason!r})"
+
+
+@dataclass
+class FeatureContext:
+    """What a feature group sees: the run, the settings and the other features."""
+
+    run: Run
+    settings: FeatureSettings
+    features: FeatureSet
+
+    def get(self, name: str) -> Value:
+        """Another feature's value; raises InsufficientDataError when it is unavailable."""
+        v = self.features.get(name)
+        if isinstance(v, Unavailable):
+            raise InsufficientDataError(v.reason)
+        return v
+
+    def series(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """(steps, values) of a metric; raises InsufficientDataError when it is missing."""
+        s = self.run.get(name)
+        if s is None or len(s) == 0:
+            raise InsufficientDataError(f"the run has no {name} series")
+        return s.steps, s.values
+
+
+@dataclass
+class FeatureSet:
+    """Lazily computed features of one run."""
+
+    run: Run
+    settings: FeatureSettings = field(default_factory=FeatureSettings)
+    _values: dict[str, Value | Unavailable] = field(default_factory=dict)
+    _busy: set[str] = field(default_factory=set)
+
+    def get(self, name: str) -> Value | Unavailable:
+        """The value of feature ``name`` (computing its group if needed)."""
+        if name in self._values:
+            return self._values[name]
+        spec = FEATURES.get(name)
+        if spec is None:
+            raise KeyError(f"unknown feature {name!r}")
+        self._compute(GROUPS[spec.group])
+        return self._values[name]
+
+    def _compute(self, group: _Group) -> None:
+        if group.name in self._busy:
+            raise RuntimeError(f"feature group {group.name!r} depends on itself")
+        missing = [
+            m for m in group.requires if self.run.get(m) is None or not len(self.run.get(m) or ())
+        ]
+        if missing:
+            reason = f"the run did not log {', '.join(missing)}"
+            self._values.update({f: Unavailable(reason) for f in group.features})
+            return
+        self._busy.add(group.name)
+        try:
+            values = group.compute(FeatureContext(self.run, self.settings, self))
+        except InsufficientDataError as exc:
+            self._values.update({f: Unavailable(str(exc)) for f in group.features})
+            return
+        finally:
+            self._busy.discard(group.name)
+        extra = set(values) - set(group.features)
+        absent = set(group.features) - set(values)
+        if extra or absent:
+            raise RuntimeError(
+                f"feature group {group.name!r} returned {sorted(extra)} / lacks {sorted(absent)}"
+            )
+        for k, v in values.items():
+            self._values[k] = _clean(v)
+
+    def computed(self) -> dict[str, Value]:
+        """Every feature computed so far that is available (for reports and JSON)."""
+        return {k: v for k, v in sorted(self._values.items()) if not isinstance(v, Unavailable)}
+
+    def compute_all(self) -> dict[str, Value | Unavailable]:
+        for name in FEATURES:
+            self.get(name)
+        return dict(sorted(self._values.items()))
+
+
+def _clean(v: Value) -> Value:
+    """numpy scalars -> Python scalars, so templates, JSON and comparisons behave."""
+    if isinstance(v, np.bool_):
+        return bool(v)
+    if isinstance(v, np.integer):
+        return int(v)
+    if isinstance(v, np.floating):
+        return float(v)
+    return v

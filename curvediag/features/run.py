@@ -1,0 +1,100 @@
+"""Run-level features: length, progress, warmup and the learning-rate schedule."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from curvediag.errors import InsufficientDataError
+from curvediag.features.registry import FeatureContext, Value, feature_group
+
+
+@feature_group(
+    "lr",
+    requires=["train/learning_rate"],
+    features={
+        "lr.first": "first logged learning rate",
+        "lr.peak": "highest logged learning rate",
+        "lr.peak_step": "step of the highest learning rate",
+        "lr.last": "last logged learning rate",
+        "lr.final_ratio": "last / peak learning rate",
+        "lr.has_warmup": "the learning rate rose from below half its peak to the peak",
+        "lr.warmup_end_step": "first step at which the learning rate reached ~its peak",
+        "lr.constant": "the learning rate never changed by more than 1%",
+    },
+)
+def _lr(ctx: FeatureContext) -> dict[str, Value]:
+    steps, values = ctx.series("train/learning_rate")
+    ok = np.isfinite(values)
+    steps, values = steps[ok], values[ok]
+    if values.size == 0:
+        raise InsufficientDataError("no finite learning-rate values")
+    peak = float(values.max())
+    i_peak = int(np.argmax(values))
+    first = float(values[0])
+    reach = int(np.argmax(values >= 0.98 * peak))
+    has_warmup = bool(peak > 0 and first < 0.5 * peak and reach > 0)
+    constant = bool(peak > 0 and (peak - float(values.min())) <= 0.01 * peak)
+    return {
+        "lr.first": first,
+        "lr.peak": peak,
+        "lr.peak_step": int(steps[i_peak]),
+        "lr.last": float(values[-1]),
+        "lr.final_ratio": float(values[-1] / peak) if peak > 0 else None,
+        "lr.has_warmup": has_warmup,
+        "lr.warmup_end_step": int(steps[reach]) if has_warmup else None,
+        "lr.constant": constant,
+    }
+
+
+@feature_group(
+    "run",
+    requires=[],
+    features={
+        "run.last_step": "last step logged by any metric",
+        "run.max_steps": "planned number of steps, when known",
+        "run.progress": "last logged step / planned steps, when known",
+        "run.finished": "the log ends with the Trainer's final summary",
+        "run.warmup_end_step": "end of warmup: from the LR curve, else the configured warmup, "
+        "else 0",
+        "run.warmup_known": "whether warmup was observed in the LR curve or configured",
+        "run.max_grad_norm": "clipping threshold used (settings, run config, else 1.0)",
+        "run.batch_size": "examples per optimizer step per device x devices, when known",
+        "run.grad_accum": "gradient accumulation steps (1 when unknown)",
+    },
+)
+def _run(ctx: FeatureContext) -> dict[str, Value]:
+    run = ctx.run
+    meta = run.meta
+    last = run.last_step
+    warm: int | None = None
+    known = False
+    lr = run.get("train/learning_rate")
+    if lr is not None and len(lr) >= 3:
+        has = ctx.features.get("lr.has_warmup")
+        if has is True:
+            v = ctx.features.get("lr.warmup_end_step")
+            warm = v if isinstance(v, int) else None
+            known = True
+        elif has is False:
+            warm, known = 0, True
+    if warm is None and meta.warmup_steps:
+        warm, known = meta.warmup_steps, True
+    if warm is None and meta.warmup_ratio and meta.max_steps:
+        warm, known = int(meta.warmup_ratio * meta.max_steps), True
+    mgn = ctx.settings.max_grad_norm
+    if mgn is None:
+        mgn = meta.max_grad_norm if meta.max_grad_norm and meta.max_grad_norm > 0 else 1.0
+    progress = None
+    if meta.max_steps and last is not None:
+        progress = last / meta.max_steps
+    return {
+        "run.last_step": last,
+        "run.max_steps": meta.max_steps,
+        "run.progress": progress,
+        "run.finished": meta.finished,
+        "run.warmup_end_step": warm if warm is not None else 0,
+        "run.warmup_known": known,
+        "run.max_grad_norm": float(mgn),
+        "run.batch_size": meta.train_batch_size,
+        "run.grad_accum": meta.gradient_accumulation_steps or 1,
+    }

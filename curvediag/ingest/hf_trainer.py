@@ -1,0 +1,241 @@
+"""Reader for the Hugging Face Trainer's ``trainer_state.json``.
+
+Accepts the file itself, an output folder holding it, or a folder of ``checkpoint-N/``
+subfolders (the latest checkpoint wins). ``training_args.bin`` beside it is a pickle and is
+never opened.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from curvediag.errors import MalformedRunError, UnrecognizedFormatError
+from curvediag.ingest.aliases import canonical_name
+from curvediag.model import Run, RunMeta
+from curvediag.normalize import build_series, choose_primary_eval
+
+__all__ = ["FORMAT", "find_state_file", "read", "sniff"]
+
+FORMAT = "hf-trainer"
+STATE_NAME = "trainer_state.json"
+_CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
+#: Keys of the final summary entry the Trainer appends at the end of training.
+_SUMMARY_KEYS = {"train_runtime", "train_samples_per_second", "train_steps_per_second"}
+_META_INT = ("global_step", "max_steps", "train_batch_size", "best_global_step")
+_META_FLOAT = ("num_train_epochs", "epoch", "logging_steps", "eval_steps", "save_steps")
+
+
+def find_state_file(path: Path) -> tuple[Path, str | None]:
+    """Locate the trainer_state.json for a file or folder.
+
+    Returns:
+        (the file, the checkpoint folder name used when it came from ``checkpoint-N/``).
+
+    Raises:
+        UnrecognizedFormatError: The folder holds no trainer_state.json.
+    """
+    if path.is_file():
+        return path, None
+    direct = path / STATE_NAME
+    checkpoints = []
+    if path.is_dir():
+        for child in path.iterdir():
+            m = _CHECKPOINT.match(child.name)
+            if m and (child / STATE_NAME).is_file():
+                checkpoints.append((int(m.group(1)), child))
+    if direct.is_file():
+        return direct, None
+    if checkpoints:
+        _, latest = max(checkpoints)
+        return latest / STATE_NAME, latest.name
+    raise UnrecognizedFormatError(path, f"no {STATE_NAME} here or in a checkpoint-N/ subfolder")
+
+
+def sniff(path: Path) -> bool:
+    """True when ``path`` looks like a Trainer state file or output folder."""
+    if path.is_file():
+        return path.name == STATE_NAME or (
+            path.suffix == ".json" and _head_has(path, b'"log_history"')
+        )
+    try:
+        find_state_file(path)
+    except UnrecognizedFormatError:
+        return False
+    return True
+
+
+def _head_has(path: Path, needle: bytes) -> bool:
+    try:
+        with path.open("rb") as fh:
+            return needle in fh.read(1 << 16)
+    except OSError:
+        return False
+
+
+def _load_json(path: Path) -> Any:
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise MalformedRunError(path, "file not found") from None
+    except PermissionError:
+        raise MalformedRunError(path, "permission denied") from None
+    except IsADirectoryError:
+        raise MalformedRunError(path, "is a folder, not a file") from None
+    if not raw.strip():
+        raise MalformedRunError(path, "file is empty")
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise MalformedRunError(
+            path, f"not UTF-8 text (bad byte at offset {exc.start}): not a trainer_state.json"
+        ) from None
+    try:
+        # Python's json accepts the bare NaN / Infinity / -Infinity tokens the Trainer writes.
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        tail = text.rstrip()
+        hint = "; the file looks truncated" if not tail.endswith(("}", "]")) else ""
+        raise MalformedRunError(
+            path, f"not valid JSON ({exc.msg}, line {exc.lineno} column {exc.colno}){hint}"
+        ) from None
+    except RecursionError:
+        raise MalformedRunError(path, "JSON nested too deeply") from None
+
+
+def _number(v: Any) -> float | None:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    return float(v)
+
+
+def read(path: str | Path, *, aliases: dict[str, str] | None = None) -> Run:
+    """Read a trainer_state.json (or a folder holding one) into a :class:`Run`.
+
+    Args:
+        path: The file, an output folder, or a folder of ``checkpoint-N/`` folders.
+        aliases: Extra metric-name mappings (raw key -> canonical name).
+
+    Raises:
+        MalformedRunError: The file is missing, unreadable, not JSON, or not a Trainer state.
+        UnrecognizedFormatError: A folder holds no trainer_state.json.
+    """
+    p = Path(path)
+    if not p.exists():
+        raise MalformedRunError(p, "file not found")
+    state_path, checkpoint = find_state_file(p)
+    state = _load_json(state_path)
+    if not isinstance(state, dict):
+        raise MalformedRunError(
+            state_path,
+            f"expected a JSON object with 'log_history', found a {type(state).__name__}",
+        )
+    history = state.get("log_history")
+    if history is None:
+        raise MalformedRunError(state_path, "no 'log_history' key: not a trainer_state.json")
+    if not isinstance(history, list):
+        raise MalformedRunError(
+            state_path, f"'log_history' should be a list, found a {type(history).__name__}"
+        )
+
+    warnings: list[str] = []
+    points: dict[str, tuple[list[int], list[float]]] = defaultdict(lambda: ([], []))
+    summary: dict[str, Any] = {}
+    bad_entries = 0
+    last_step = 0
+    for entry in history:
+        if not isinstance(entry, dict):
+            bad_entries += 1
+            continue
+        if _SUMMARY_KEYS & entry.keys():
+            summary.update({k: v for k, v in entry.items() if _number(v) is not None})
+            continue
+        step_raw = entry.get("step")
+        step_num = _number(step_raw)
+        if step_num is None:
+            bad_entries += 1
+            continue
+        step = int(step_num)
+        last_step = step
+        is_eval = any(k.startswith("eval_") for k in entry)
+        for key, value in entry.items():
+            if key == "step":
+                continue
+            num = _number(value)
+            if num is None:
+                continue  # strings such as remaining_time, nested dicts, booleans
+            if key == "epoch":
+                name = "train/epoch"
+            else:
+                name = canonical_name(key, namespace="eval" if is_eval else "train", extra=aliases)
+            steps, values = points[name]
+            steps.append(step)
+            values.append(num)
+    del last_step
+    if bad_entries:
+        warnings.append(
+            f"{state_path}: skipped {bad_entries} log_history entries without a numeric 'step'"
+        )
+
+    metrics = {}
+    restarts: set[int] = set()
+    for name, (steps, values) in points.items():
+        series, r = build_series(name, steps, values)
+        metrics[name] = series
+        restarts.update(r)
+
+    meta = RunMeta(
+        summary=summary,
+        finished=bool(summary) or None,
+        resumed=bool(restarts),
+        resumed_at_steps=sorted(restarts),
+        checkpoint_used=checkpoint,
+    )
+    for key in _META_INT:
+        v = _number(state.get(key))
+        if v is not None:
+            setattr(meta, key, int(v))
+    for key in _META_FLOAT:
+        v = _number(state.get(key))
+        if v is not None and v > 0:
+            setattr(meta, key, v)
+    best = _number(state.get("best_metric"))
+    meta.best_metric = best
+    if isinstance(state.get("best_model_checkpoint"), str):
+        meta.best_model_checkpoint = state["best_model_checkpoint"]
+    trial = state.get("trial_params")
+    if isinstance(trial, dict):
+        meta.hyperparameters.update(trial)
+    if meta.global_step is not None and meta.max_steps and meta.global_step < meta.max_steps:
+        meta.finished = False
+    if not history:
+        warnings.append(f"{state_path}: log_history is empty (nothing was logged yet)")
+    if checkpoint:
+        warnings.append(f"read {checkpoint}/{STATE_NAME} (the latest checkpoint)")
+    if restarts:
+        warnings.append(
+            "the run was resumed: steps were logged again from step "
+            + ", ".join(str(s) for s in sorted(restarts))
+            + "; the latest values are kept"
+        )
+
+    run = Run(
+        source=str(state_path),
+        format=FORMAT,
+        name=_run_name(state_path),
+        meta=meta,
+        metrics=metrics,
+        warnings=warnings,
+    )
+    choose_primary_eval(run)
+    return run
+
+
+def _run_name(state_path: Path) -> str:
+    folder = state_path.resolve().parent
+    if _CHECKPOINT.match(folder.name):
+        folder = folder.parent
+    return folder.name or str(folder)

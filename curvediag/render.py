@@ -1,0 +1,134 @@
+"""Plain-text and markdown renderings of a :class:`~curvediag.model.Diagnosis`."""
+
+from __future__ import annotations
+
+import textwrap
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from curvediag.model import Diagnosis, Finding
+
+__all__ = ["diagnosis_markdown", "diagnosis_text"]
+
+_WIDTH = 100
+
+
+def _span(f: Finding) -> str:
+    a, b = f.step_range
+    if a is None and b is None:
+        return f"step {f.onset_step}" if f.onset_step is not None else ""
+    if a == b or b is None:
+        return f"step {a}"
+    if a is None:
+        return f"until step {b}"
+    return f"steps {a}-{b}"
+
+
+def _run_line(d: Diagnosis) -> str:
+    run = d.run
+    parts = []
+    last = run.last_step
+    if last is not None:
+        planned = f" of {run.meta.max_steps}" if run.meta.max_steps else ""
+        parts.append(f"{last}{planned} steps")
+    loss = run.get("train/loss")
+    if loss is not None:
+        parts.append(f"{len(loss)} train-loss logs")
+    ev = run.get("eval/loss")
+    if ev is not None:
+        parts.append(f"{len(ev)} evaluations")
+    if run.meta.finished is True:
+        parts.append("finished")
+    elif run.meta.finished is False:
+        parts.append("did not finish")
+    return ", ".join(parts) or "no metrics"
+
+
+def _wrap(text: str, indent: str) -> str:
+    lead = len(indent) - len(indent.lstrip())
+    return textwrap.fill(
+        text, width=_WIDTH, initial_indent=indent, subsequent_indent=" " * (lead + 4)
+    )
+
+
+def diagnosis_text(d: Diagnosis) -> str:
+    """A terminal-friendly report: verdict, findings with evidence and fixes, skipped rules."""
+    run = d.run
+    counts = {
+        s: sum(1 for f in d.findings if f.severity.value == s)
+        for s in ("critical", "warning", "info")
+    }
+    summary = ", ".join(f"{n} {s}" for s, n in counts.items() if n) or "no findings"
+    lines = [
+        f"{run.name}  [{run.format}]  {run.source}",
+        f"  {_run_line(d)}",
+        f"  verdict: {d.verdict.upper()} ({summary})",
+        "",
+    ]
+    for f in d.findings:
+        span = _span(f)
+        head = f"{f.severity.value.upper()}  {f.rule_id}: {f.title}"
+        lines.append(head)
+        lines.append(f"  confidence {f.confidence:.2f}" + (f", {span}" if span else ""))
+        lines.append(_wrap(f.evidence, "  evidence: "))
+        lines.append(_wrap(f.why, "  why: "))
+        lines.append("  next, one at a time:")
+        for i, fix in enumerate(f.fixes, 1):
+            lines.append(_wrap(fix, f"    {i}. "))
+        for rel in f.related:
+            lines.append(_wrap(rel, "  also seen: "))
+        lines.append("")
+    if not d.findings:
+        lines += ["No rule fired.", ""]
+    if d.skipped:
+        lines.append(f"skipped {len(d.skipped)} of {d.rules_evaluated} rules:")
+        for s in d.skipped:
+            lines.append(_wrap(f"{s.rule_id}: {s.reason}", "  - "))
+    for w in run.warnings:
+        lines.append(_wrap(w, "note: "))
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def diagnosis_markdown(d: Diagnosis) -> str:
+    """A markdown diagnosis (the postmortem report builds on it)."""
+    run = d.run
+    out = [
+        f"# curvediag diagnosis: {run.name}",
+        "",
+        f"- **Source:** `{run.source}` ({run.format})",
+        f"- **Run:** {_run_line(d)}",
+        f"- **Verdict:** {d.verdict}",
+        "",
+        "## Findings",
+        "",
+    ]
+    if not d.findings:
+        out += ["No rule fired.", ""]
+    for f in d.findings:
+        span = _span(f)
+        out += [
+            f"### {f.severity.value.upper()}: {f.title} (`{f.rule_id}`)",
+            "",
+            f"*Confidence {f.confidence:.2f}" + (f", {span}" if span else "") + f", {f.category}.*",
+            "",
+            f"**Evidence.** {f.evidence}",
+            "",
+            f"**Why it matters.** {f.why}",
+            "",
+            "**What to change, one at a time:**",
+            "",
+        ]
+        out += [f"{i}. {fix}" for i, fix in enumerate(f.fixes, 1)]
+        if f.related:
+            out += ["", "**Also seen (same cause):**", ""]
+            out += [f"- {r}" for r in f.related]
+        out.append("")
+    if d.skipped:
+        out += ["## Skipped rules", "", "| rule | reason |", "|---|---|"]
+        out += [f"| `{s.rule_id}` | {s.reason} |" for s in d.skipped]
+        out.append("")
+    if run.warnings:
+        out += ["## Notes from reading the logs", ""]
+        out += [f"- {w}" for w in run.warnings]
+        out.append("")
+    return "\n".join(out)

@@ -1,0 +1,1 @@
+"""Declarative rules: schema, loading, evaluation and rule tests."""

@@ -1,0 +1,190 @@
+"""Apply a rule set to a run: features in, findings (fired / skipped) out."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from curvediag.features import FeatureSet, FeatureSettings, Unavailable
+from curvediag.model import Diagnosis, Finding, Run, Severity, SkippedRule
+from curvediag.ruleset.conditions import evaluate
+from curvediag.ruleset.loader import RuleSet
+from curvediag.ruleset.schema import Rule
+
+__all__ = ["Evaluation", "evaluate_rules", "render_template", "run_rules"]
+
+_FIELD = re.compile(r"\{([A-Za-z_][A-Za-z0-9_.]*)(?::([^{}]*))?\}")
+_OPTIONAL = re.compile(r"\[\[(.*?)\]\]", re.S)
+
+
+def render_template(text: str, values: Mapping[str, Any]) -> str:
+    """Fill ``{name}`` / ``{name:fmt}`` fields from ``values``; no attribute access, no code.
+
+    Missing or empty values print as ``n/a``; a format that does not fit the value falls back
+    to ``str``.
+    """
+
+    def has(name: str) -> bool:
+        v = values.get(name)
+        return v is not None and not isinstance(v, Unavailable)
+
+    def optional(m: re.Match[str]) -> str:
+        inner = m.group(1)
+        return inner if all(has(f.group(1)) for f in _FIELD.finditer(inner)) else ""
+
+    def sub(m: re.Match[str]) -> str:
+        v = values.get(m.group(1))
+        if v is None or isinstance(v, Unavailable):
+            return "n/a"
+        spec = m.group(2) or ""
+        if isinstance(v, float) and not math.isfinite(v):
+            return str(v)
+        try:
+            return format(v, spec)
+        except (ValueError, TypeError):
+            return str(v)
+
+    text = _OPTIONAL.sub(optional, " ".join(text.split()))
+    return _FIELD.sub(sub, " ".join(text.split()))
+
+
+@dataclass
+class Evaluation:
+    """What one rule did on one run."""
+
+    rule: Rule
+    state: str  # "fired" | "silent" | "skipped"
+    reason: str = ""
+    finding: Finding | None = None
+
+
+def _values_for(
+    rule: Rule, features: FeatureSet, params: Mapping[str, Any], bindings: Mapping[str, Any]
+) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    names = {m.group(1) for t in [rule.evidence, *rule.fixes] for m in _FIELD.finditer(t)}
+    for n in names:
+        if n in params:
+            values[n] = params[n]
+        elif n in bindings:
+            values[n] = bindings[n]
+        else:
+            try:
+                values[n] = features.get(n)
+            except KeyError:
+                values[n] = None
+    return values
+
+
+def _evaluate_one(
+    rule: Rule, run: Run, features: FeatureSet, params: Mapping[str, Any]
+) -> Evaluation:
+    missing = [m for m in rule.requires if run.get(m) is None or len(run.get(m) or ()) == 0]
+    if missing:
+        return Evaluation(
+            rule, "skipped", f"needs {', '.join(missing)}, which this run did not log"
+        )
+    for metric, n in rule.min_points.items():
+        s = run.get(metric)
+        have = 0 if s is None else int(s.finite.sum())
+        if have < n:
+            return Evaluation(
+                rule, "skipped", f"needs {n} finite {metric} points, the run has {have}"
+            )
+    out = evaluate(rule.when, features, params)
+    if out.value is None:
+        reasons = "; ".join(dict.fromkeys(out.reasons)) or "a feature was unavailable"
+        return Evaluation(rule, "skipped", reasons)
+    if not out.value:
+        return Evaluation(rule, "silent")
+    values = _values_for(rule, features, params, out.bindings)
+
+    def step_of(name: str | None) -> int | None:
+        if name is None:
+            return None
+        v = features.get(name)
+        return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+    start, end = rule.steps or [None, None]
+    primary = run.get(rule.requires[0]) if rule.requires else None
+    n = int(primary.finite.sum()) if primary is not None else 20
+    confidence = round(min(0.99, max(0.05, rule.confidence * min(1.0, math.sqrt(n / 10)))), 2)
+    finding = Finding(
+        rule_id=rule.id,
+        title=rule.title,
+        category=rule.category,
+        severity=rule.severity,
+        confidence=confidence,
+        evidence=render_template(rule.evidence, values),
+        why=" ".join(rule.why.split()),
+        fixes=[render_template(f, values) for f in rule.fixes],
+        step_range=(step_of(start), step_of(end)),
+        onset_step=step_of(rule.onset),
+        values={k: v for k, v in sorted(values.items()) if not isinstance(v, Unavailable)},
+    )
+    return Evaluation(rule, "fired", finding=finding)
+
+
+def evaluate_rules(
+    run: Run, ruleset: RuleSet, features: FeatureSet | None = None
+) -> tuple[list[Evaluation], FeatureSet]:
+    """Evaluate every rule (before echo suppression); quiet-only rules see the others' results."""
+    if features is None:
+        settings = FeatureSettings()
+        settings.update(ruleset.feature_settings)
+        features = FeatureSet(run, settings)
+    evals: list[Evaluation] = []
+    deferred = []
+    for rule in ruleset:
+        if rule.only_if_quiet:
+            deferred.append(rule)
+            continue
+        evals.append(_evaluate_one(rule, run, features, ruleset.params[rule.id]))
+    _suppress(evals)
+    loud = any(
+        e.finding is not None and e.state == "fired" and e.rule.severity != Severity.INFO
+        for e in evals
+    )
+    for rule in deferred:
+        if loud:
+            evals.append(Evaluation(rule, "silent", "a warning or critical finding fired"))
+        else:
+            evals.append(_evaluate_one(rule, run, features, ruleset.params[rule.id]))
+    return evals, features
+
+
+def _suppress(evals: list[Evaluation]) -> None:
+    """Fold weaker echoes into the finding that explains them."""
+    fired = {e.rule.id: e for e in evals if e.state == "fired"}
+    order = sorted(fired.values(), key=lambda e: -e.rule.severity.rank)
+    for e in order:
+        if e.finding is None:
+            continue
+        for sid in e.rule.suppresses:
+            echo = fired.get(sid)
+            if echo is not None and echo.state == "fired" and echo.finding is not None:
+                e.finding.related.append(f"{sid}: {echo.finding.evidence}")
+                echo.state = "suppressed"
+                echo.reason = f"folded into {e.rule.id}"
+
+
+def run_rules(run: Run, ruleset: RuleSet) -> Diagnosis:
+    """Diagnose ``run`` with ``ruleset``."""
+    evals, features = evaluate_rules(run, ruleset)
+    order = {r.id: i for i, r in enumerate(ruleset)}
+    findings = [e.finding for e in evals if e.state == "fired" and e.finding is not None]
+    findings.sort(key=lambda f: (-f.severity.rank, -f.confidence, order[f.rule_id]))
+    skipped = [
+        SkippedRule(rule_id=e.rule.id, reason=e.reason) for e in evals if e.state == "skipped"
+    ]
+    skipped.sort(key=lambda s: order[s.rule_id])
+    return Diagnosis(
+        run=run,
+        findings=findings,
+        skipped=skipped,
+        features=features.computed(),
+        rules_evaluated=len(evals),
+    )

@@ -1,0 +1,275 @@
+"""Load and validate rule files: schema, unknown features, undeclared params, duplicate ids."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from curvediag.errors import RuleSchemaError
+from curvediag.features import FEATURES, FeatureSettings
+from curvediag.ruleset.schema import (
+    AllOf,
+    AnyOf,
+    Comparison,
+    Condition,
+    NotOf,
+    Rule,
+    SeriesCondition,
+)
+
+__all__ = ["RuleSet", "builtin_rules_dir", "load_rule_file", "load_rules", "parse_overrides"]
+
+_FIELD = re.compile(r"\{([A-Za-z_][A-Za-z0-9_.]*)(?::[^{}]*)?\}")
+
+
+def builtin_rules_dir() -> Path:
+    """Where the built-in rules live: inside the installed package, else the source tree."""
+    packaged = resources.files("curvediag") / "_builtin_rules"
+    if packaged.is_dir():
+        return Path(str(packaged))
+    source = Path(__file__).resolve().parents[2] / "rules"
+    if source.is_dir():
+        return source
+    raise RuleSchemaError(None, None, "the built-in rules are missing from this installation")
+
+
+@dataclass
+class RuleSet:
+    """Rules plus the parameter values in force (defaults with overrides applied)."""
+
+    rules: list[Rule]
+    params: dict[str, dict[str, Any]] = field(default_factory=dict)
+    feature_settings: dict[str, Any] = field(default_factory=dict)
+    sources: dict[str, str] = field(default_factory=dict)
+
+    def __iter__(self) -> Iterator[Rule]:
+        return iter(self.rules)
+
+    def __len__(self) -> int:
+        return len(self.rules)
+
+    def get(self, rule_id: str) -> Rule:
+        for r in self.rules:
+            if r.id == rule_id:
+                return r
+        raise KeyError(rule_id)
+
+    @property
+    def ids(self) -> list[str]:
+        return [r.id for r in self.rules]
+
+    def with_overrides(self, overrides: Mapping[str, Any] | None) -> RuleSet:
+        """A copy with ``rule-id.param = value`` (and ``features.setting = value``) applied.
+
+        Raises:
+            RuleSchemaError: Unknown rule id, unknown parameter, or a value of the wrong type.
+        """
+        params = {rid: dict(p) for rid, p in self.params.items()}
+        feats = dict(self.feature_settings)
+        for key, value in (overrides or {}).items():
+            if "." not in key:
+                raise RuleSchemaError(None, None, f"override {key!r} must look like rule-id.param")
+            rid, pname = key.split(".", 1)
+            if rid == "features":
+                if pname not in FeatureSettings.__dataclass_fields__:
+                    known = ", ".join(sorted(FeatureSettings.__dataclass_fields__))
+                    raise RuleSchemaError(
+                        None, None, f"unknown feature setting {pname!r} (known: {known})"
+                    )
+                feats[pname] = _as_number(value, key)
+                continue
+            if rid not in params:
+                raise RuleSchemaError(None, rid, f"override {key!r}: no rule with id {rid!r}")
+            if pname not in params[rid]:
+                known = ", ".join(sorted(params[rid])) or "none"
+                raise RuleSchemaError(
+                    None, rid, f"override {key!r}: unknown parameter (this rule has: {known})"
+                )
+            default = params[rid][pname]
+            params[rid][pname] = (
+                _as_number(value, key) if isinstance(default, (int, float)) else value
+            )
+        return RuleSet(list(self.rules), params, feats, dict(self.sources))
+
+
+def _as_number(value: Any, key: str) -> float | int | bool:
+    if isinstance(value, (int, float, bool)):
+        return value
+    if isinstance(value, str):
+        parsed = yaml.safe_load(value)
+        if isinstance(parsed, (int, float, bool)):
+            return parsed
+    raise RuleSchemaError(None, None, f"override {key!r}: {value!r} is not a number")
+
+
+def parse_overrides(items: Iterable[str]) -> dict[str, Any]:
+    """Parse ``rule-id.param=value`` strings (CLI ``--set``); values are YAML scalars."""
+    out: dict[str, Any] = {}
+    for item in items:
+        if "=" not in item:
+            raise RuleSchemaError(None, None, f"--set {item!r}: expected rule-id.param=value")
+        key, raw = item.split("=", 1)
+        out[key.strip()] = yaml.safe_load(raw) if raw.strip() else None
+    return out
+
+
+def _walk(cond: Condition) -> Iterator[Comparison | SeriesCondition]:
+    if isinstance(cond, AllOf):
+        for c in cond.all:
+            yield from _walk(c)
+    elif isinstance(cond, AnyOf):
+        for c in cond.any:
+            yield from _walk(c)
+    elif isinstance(cond, NotOf):
+        yield from _walk(cond.not_)
+    else:
+        yield cond
+
+
+def check_rule(rule: Rule, path: Path | None) -> None:
+    """Reference checks the schema cannot express: features, params, template fields."""
+
+    def fail(problem: str) -> None:
+        raise RuleSchemaError(path, rule.id, problem)
+
+    bindings: set[str] = set()
+    used_params: set[str] = set()
+    for leaf in _walk(rule.when):
+        values: list[Any] = [leaf.value]
+        if isinstance(leaf, Comparison):
+            if leaf.feature not in FEATURES:
+                fail(f"unknown feature {leaf.feature!r} in 'when'")
+            if leaf.op not in ("exists", "missing") and leaf.value is None:
+                fail(f"comparison on {leaf.feature!r} with op {leaf.op!r} needs a value")
+        else:
+            values.append(leaf.for_)
+            if leaf.after and leaf.after not in FEATURES:
+                fail(f"unknown feature {leaf.after!r} in 'after'")
+            if leaf.as_:
+                bindings.update({f"{leaf.as_}.step", f"{leaf.as_}.count"})
+            if isinstance(leaf.value, str) and not leaf.value.startswith("$"):
+                fail(f"series condition on {leaf.series!r}: value must be a number or $param")
+        for v in values:
+            if isinstance(v, str) and v.startswith("$"):
+                used_params.add(v[1:])
+                if v[1:] not in rule.params:
+                    fail(f"parameter {v!r} is used but not declared in 'params'")
+    for name in [rule.onset, *(rule.steps or [])]:
+        if name is not None and name not in FEATURES:
+            fail(f"unknown feature {name!r} in 'onset'/'steps'")
+    known = set(FEATURES) | set(rule.params) | bindings
+    for text in [rule.evidence, *rule.fixes]:
+        for m in _FIELD.finditer(text):
+            if m.group(1) not in known:
+                fail(f"template field {{{m.group(1)}}} is not a feature, parameter or match name")
+    unused = set(rule.params) - used_params
+    for text in [rule.evidence, *rule.fixes]:
+        unused -= {m.group(1) for m in _FIELD.finditer(text)}
+    if unused:
+        fail(f"parameter(s) declared but never used: {', '.join(sorted(unused))}")
+
+
+def load_rule_file(path: str | Path) -> list[Rule]:
+    """Load one rule file (a single rule, or ``rules: [...]``), validated.
+
+    Raises:
+        RuleSchemaError: The file is unreadable, not YAML, or a rule in it is invalid.
+    """
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RuleSchemaError(p, None, f"cannot read rule file: {exc}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise RuleSchemaError(p, None, f"not valid YAML: {exc}") from None
+    if isinstance(data, dict) and "rules" in data and "id" not in data:
+        items = data["rules"]
+        if not isinstance(items, list):
+            raise RuleSchemaError(p, None, "'rules' must be a list of rules")
+        single = False
+    elif isinstance(data, dict):
+        items, single = [data], True
+    else:
+        raise RuleSchemaError(p, None, "a rule file holds a mapping (one rule) or 'rules: [...]'")
+    rules = []
+    for item in items:
+        rid = item.get("id") if isinstance(item, dict) else None
+        try:
+            rule = Rule.model_validate(item)
+        except ValidationError as exc:
+            raise RuleSchemaError(p, rid, _pretty(exc)) from None
+        if single and p.stem != rule.id:
+            raise RuleSchemaError(p, rule.id, f"the id must equal the file name ({p.stem!r})")
+        check_rule(rule, p)
+        rules.append(rule)
+    return rules
+
+
+def _pretty(exc: ValidationError) -> str:
+    errs = exc.errors()
+    # For union branches, pydantic reports every branch: keep the shortest, most specific paths.
+    lines = []
+    for e in sorted(errs, key=lambda e: len(e["loc"]))[:4]:
+        loc = ".".join(str(x) for x in e["loc"]) or "(top)"
+        lines.append(f"{loc}: {e['msg']}")
+    more = f" (+{len(errs) - 4} more)" if len(errs) > 4 else ""
+    return "invalid rule: " + "; ".join(lines) + more
+
+
+def _rule_files(path: Path) -> list[Path]:
+    if path.is_dir():
+        return sorted(
+            p
+            for p in path.rglob("*.y*ml")
+            if p.suffix in (".yaml", ".yml") and not p.name.endswith((".test.yaml", ".test.yml"))
+        )
+    return [path]
+
+
+def load_rules(
+    *paths: str | Path, builtin: bool = True, overrides: Mapping[str, Any] | None = None
+) -> RuleSet:
+    """Load the built-in rules and/or rule files and folders.
+
+    Args:
+        *paths: Extra rule files or folders (``*.yaml``, test files excluded).
+        builtin: Include the built-in catalog.
+        overrides: ``rule-id.param -> value`` (and ``features.setting -> value``).
+
+    Raises:
+        RuleSchemaError: Invalid file, duplicate id, or a suppression naming no known rule.
+    """
+    files: list[Path] = []
+    if builtin:
+        files += _rule_files(builtin_rules_dir())
+    for p in paths:
+        pp = Path(p)
+        if not pp.exists():
+            raise RuleSchemaError(pp, None, "rule file or folder not found")
+        files += _rule_files(pp)
+    rules: list[Rule] = []
+    sources: dict[str, str] = {}
+    for f in files:
+        for rule in load_rule_file(f):
+            if rule.id in sources:
+                raise RuleSchemaError(
+                    f, rule.id, f"duplicate rule id (already defined in {sources[rule.id]})"
+                )
+            sources[rule.id] = str(f)
+            rules.append(rule)
+    ids = set(sources)
+    for rule in rules:
+        for s in rule.suppresses:
+            if s not in ids:
+                raise RuleSchemaError(sources[rule.id], rule.id, f"suppresses unknown rule {s!r}")
+    rs = RuleSet(rules, {r.id: dict(r.params) for r in rules}, {}, sources)
+    return rs.with_overrides(overrides) if overrides else rs

@@ -1,0 +1,47 @@
+"""Every trainer_state.json of the shared corpus loads and gets a sensible diagnosis."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import CORPUS, corpus_files
+
+import curvediag
+
+TS = corpus_files("ts_")
+pytestmark = pytest.mark.skipif(not TS, reason="../shared/corpus not present")
+
+
+@pytest.mark.parametrize("folder", TS, ids=[p.name for p in TS])
+def test_trainer_state_loads_and_diagnoses(folder: Path) -> None:
+    d = curvediag.diagnose(folder)
+    assert d.run.format == "hf-trainer"
+    assert d.rules_evaluated == len(curvediag.load_rules())
+    str(d)  # renders
+    d.to_json()
+
+
+# What an ML engineer reading these curves would say (see the corpus MANIFEST.tsv).
+EXPECTED = {
+    "ts_whisper_ja": {"overfitting"},  # train -> 1e-4 while eval rises 31%
+    "ts_dnabert2": {"overfitting"},  # eval rises 24% after its minimum
+    "ts_mcfed": {"overfitting"},  # eval drifts up after step 500
+    "ts_viz_sample": {"overfitting"},  # eval_g0 rises 147%
+    "ts_gemma2b": {"loss-not-decreasing"},  # 68.5k steps, 1.42 -> 1.36
+    "ts_bashkir": {"grad-clipping-saturated"},  # grad norm median 17.9, clipped every step
+}
+QUIET = ["ts_mt5_az", "ts_distilbert_lora", "ts_chaos", "ts_redteam_rl", "ts_taubench"]
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_known_problems_are_found(name: str) -> None:
+    d = curvediag.diagnose(CORPUS / name)
+    assert EXPECTED[name] <= set(d.finding_ids), d.finding_ids
+
+
+@pytest.mark.parametrize("name", QUIET)
+def test_healthy_or_rl_runs_get_no_warning(name: str) -> None:
+    """RL objectives (negative or exactly-zero losses) and healthy runs stay quiet."""
+    d = curvediag.diagnose(CORPUS / name)
+    assert d.verdict == "healthy", [f.rule_id for f in d.findings]

@@ -1,0 +1,128 @@
+"""Rule-file errors fail at load time, naming the file, the rule and the problem."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import curvediag
+from curvediag.errors import RuleSchemaError
+from curvediag.synth import make_run
+from curvediag.ruleset.loader import load_rule_file, load_rules, parse_overrides
+
+GOOD = """\
+id: {id}
+title: Loss above a level
+category: convergence
+severity: warning
+requires: [train/loss]
+params: {{level: 2.0}}
+when: {{feature: loss.tail, op: ">", value: $level}}
+evidence: "Tail loss {{loss.tail:.3f}} is above {{level}}."
+why: Because.
+fixes: ["Do something."]
+"""
+
+
+def write(tmp_path: Path, text: str, name: str = "my-rule.yaml") -> Path:
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+def test_user_rule_loads_and_fires(tmp_path: Path) -> None:
+    p = write(tmp_path, GOOD.format(id="my-rule"))
+    rules = load_rules(p)
+    assert "my-rule" in rules.ids
+    run = make_run({"train/loss": "3.0x10"})
+    d = curvediag.diagnose(run, rules=rules)
+    f = next(f for f in d.findings if f.rule_id == "my-rule")
+    assert f.evidence == "Tail loss 3.000 is above 2.0."
+    d2 = curvediag.diagnose(run, rules=rules, overrides={"my-rule.level": 5})
+    assert "my-rule" not in d2.finding_ids
+
+
+@pytest.mark.parametrize(
+    ("mutate", "problem"),
+    [
+        (lambda t: t.replace("loss.tail, op", "loss.nosuch, op"), "unknown feature 'loss.nosuch'"),
+        (lambda t: t.replace("value: $level", "value: $lvl"), "parameter '$lvl' is used but not declared"),
+        (lambda t: t.replace("severity: warning", "severity: fatal"), "severity"),
+        (lambda t: t.replace("category: convergence", "category: vibes"), "category"),
+        (lambda t: t.replace('fixes: ["Do something."]', "fixes: []"), "fixes"),
+        (lambda t: t.replace("{loss.tail:.3f}", "{loss.bogus}"), "template field {loss.bogus}"),
+        (lambda t: t.replace('op: ">"', 'op: "=~"'), "op"),
+        (lambda t: t + "extra_key: 1\n", "extra_key"),
+    ],
+)
+def test_invalid_rules_fail_at_load_naming_rule_and_file(tmp_path: Path, mutate, problem: str) -> None:  # type: ignore[no-untyped-def]
+    p = write(tmp_path, mutate(GOOD.format(id="my-rule")))
+    with pytest.raises(RuleSchemaError) as info:
+        load_rule_file(p)
+    msg = str(info.value)
+    assert str(p) in msg and "my-rule" in msg and problem in msg
+
+
+def test_id_must_match_file_name(tmp_path: Path) -> None:
+    p = write(tmp_path, GOOD.format(id="other-rule"), name="my-rule.yaml")
+    with pytest.raises(RuleSchemaError, match="must equal the file name"):
+        load_rule_file(p)
+
+
+def test_duplicate_id_across_files(tmp_path: Path) -> None:
+    p = write(tmp_path, GOOD.format(id="overfitting"), name="overfitting.yaml")
+    with pytest.raises(RuleSchemaError, match="duplicate rule id"):
+        load_rules(p)
+
+
+def test_not_yaml_and_not_a_mapping(tmp_path: Path) -> None:
+    with pytest.raises(RuleSchemaError, match="not valid YAML"):
+        load_rule_file(write(tmp_path, "id: [unclosed"))
+    with pytest.raises(RuleSchemaError, match="mapping"):
+        load_rule_file(write(tmp_path, "- just\n- a list\n"))
+
+
+def test_yaml_tags_are_not_constructed(tmp_path: Path) -> None:
+    text = "!!python/object/apply:os.system ['touch /tmp/curvediag-pwned']\n"
+    with pytest.raises(RuleSchemaError, match="not valid YAML"):
+        load_rule_file(write(tmp_path, text))
+    assert not Path("/tmp/curvediag-pwned").exists()
+
+
+def test_condition_text_is_data_not_code(tmp_path: Path) -> None:
+    text = GOOD.format(id="my-rule").replace('value: $level', 'value: "__import__(\'os\')"')
+    text = text.replace("params: {level: 2.0}", "params: {}").replace(" is above {level}", "")
+    rules = load_rules(write(tmp_path, text), builtin=False)
+    run = make_run({"train/loss": "3.0x10"})
+    d = curvediag.diagnose(run, rules=rules)  # comparing a float with a string is just False
+    assert d.findings == []
+
+
+def test_multi_rule_file(tmp_path: Path) -> None:
+    one = GOOD.format(id="rule-one")
+    two = GOOD.format(id="rule-two")
+    body = "rules:\n" + "\n".join(
+        "  - " + "\n    ".join(r.strip().splitlines()) for r in (one, two)
+    )
+    rules = load_rules(write(tmp_path, body, name="team.yaml"), builtin=False)
+    assert rules.ids == ["rule-one", "rule-two"]
+
+
+def test_overrides_are_checked() -> None:
+    rules = load_rules()
+    with pytest.raises(RuleSchemaError, match="no rule with id"):
+        rules.with_overrides({"nosuch.x": 1})
+    with pytest.raises(RuleSchemaError, match="unknown parameter"):
+        rules.with_overrides({"overfitting.nosuch": 1})
+    with pytest.raises(RuleSchemaError, match="not a number"):
+        rules.with_overrides({"overfitting.min_rise": "lots"})
+    with pytest.raises(RuleSchemaError, match="unknown feature setting"):
+        rules.with_overrides({"features.nosuch": 1})
+    assert parse_overrides(["overfitting.min_rise=0.1"]) == {"overfitting.min_rise": 0.1}
+    assert rules.with_overrides({"overfitting.min_rise": "0.2"}).params["overfitting"]["min_rise"] == 0.2
+
+
+def test_missing_rule_file() -> None:
+    with pytest.raises(RuleSchemaError, match="not found"):
+        load_rules("/nonexistent/rules.yaml")
