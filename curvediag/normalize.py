@@ -85,3 +85,41 @@ def choose_primary_eval(run: Run) -> None:
             f"several evaluation sets ({', '.join(sorted(candidates))}); "
             f"eval/loss is taken from {best}"
         )
+
+
+def _pick(cands: list[str], prefer: tuple[str, ...]) -> str | None:
+    if len(cands) == 1:
+        return cands[0]
+    preferred = [c for c in cands if any(p in c.lower() for p in prefer)]
+    return preferred[0] if len(preferred) == 1 else None
+
+
+def infer_loss_series(run: Run) -> None:
+    """Find the train/eval loss under a free-form name (``Training loss``, ``Logloss``, ...).
+
+    Only used when the canonical name is absent; the choice is recorded as a warning, and a
+    user mapping (``--map``) always wins because it produces the canonical name directly.
+    """
+    train_c: list[str] = []
+    eval_c: list[str] = []
+    for k in run.metrics:
+        low = k.lower()
+        if k in ("train/loss", "eval/loss") or "loss" not in low.rsplit("/", 1)[-1]:
+            continue
+        if "scale" in low:
+            continue
+        if k.startswith("eval/") or any(w in low for w in ("val", "test", "eval")):
+            eval_c.append(k)
+        else:
+            train_c.append(k)
+    for target, cands, prefer in (
+        ("train/loss", train_c, ("train",)),
+        ("eval/loss", [c for c in eval_c if not c.startswith("eval/")], ("val", "eval", "test")),
+    ):
+        if target in run.metrics or not cands:
+            continue
+        chosen = _pick(sorted(cands), prefer)
+        if chosen is None:
+            continue
+        run.metrics[target] = run.metrics[chosen].model_copy(update={"name": target})
+        run.warnings.append(f"{target} is taken from {chosen!r}")

@@ -78,7 +78,9 @@ def test_rules_list_explain_schema(capsys: pytest.CaptureFixture[str]) -> None:
     assert json.loads(capsys.readouterr().out)["title"] == "curvediag rule"
 
 
-def test_rules_test_command_on_a_user_rule(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_rules_test_command_on_a_user_rule(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     (tmp_path / "tail-high.yaml").write_text(
         "id: tail-high\ntitle: Tail too high\ncategory: convergence\nseverity: warning\n"
         "requires: [train/loss]\nparams: {level: 2.0}\n"
@@ -94,8 +96,7 @@ def test_rules_test_command_on_a_user_rule(tmp_path: Path, capsys: pytest.Captur
     out = capsys.readouterr().out
     assert code == 0 and out.strip().endswith("2 passed, 0 failed")
     (tmp_path / "tail-high.test.yaml").write_text(
-        "rule: tail-high\ncases:\n"
-        '  - {name: wrong, expect: silent, series: {train/loss: "3x10"}}\n'
+        'rule: tail-high\ncases:\n  - {name: wrong, expect: silent, series: {train/loss: "3x10"}}\n'
     )
     assert main(["rules", "test", str(tmp_path), "--rules", str(tmp_path)]) == 1
 

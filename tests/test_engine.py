@@ -93,6 +93,7 @@ def test_findings_sorted_by_severity() -> None:
 def test_json_round_trip_is_strict_json() -> None:
     run = make_run({"train/loss": "3.0-0.02x30 nanx3"})
     d = curvediag.diagnose(run)
+
     def reject(token: str) -> None:
         raise AssertionError(f"non-standard JSON token {token}")
 

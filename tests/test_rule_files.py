@@ -8,8 +8,8 @@ import pytest
 
 import curvediag
 from curvediag.errors import RuleSchemaError
-from curvediag.synth import make_run
 from curvediag.ruleset.loader import load_rule_file, load_rules, parse_overrides
+from curvediag.synth import make_run
 
 GOOD = """\
 id: {id}
@@ -47,7 +47,10 @@ def test_user_rule_loads_and_fires(tmp_path: Path) -> None:
     ("mutate", "problem"),
     [
         (lambda t: t.replace("loss.tail, op", "loss.nosuch, op"), "unknown feature 'loss.nosuch'"),
-        (lambda t: t.replace("value: $level", "value: $lvl"), "parameter '$lvl' is used but not declared"),
+        (
+            lambda t: t.replace("value: $level", "value: $lvl"),
+            "parameter '$lvl' is used but not declared",
+        ),
         (lambda t: t.replace("severity: warning", "severity: fatal"), "severity"),
         (lambda t: t.replace("category: convergence", "category: vibes"), "category"),
         (lambda t: t.replace('fixes: ["Do something."]', "fixes: []"), "fixes"),
@@ -56,7 +59,9 @@ def test_user_rule_loads_and_fires(tmp_path: Path) -> None:
         (lambda t: t + "extra_key: 1\n", "extra_key"),
     ],
 )
-def test_invalid_rules_fail_at_load_naming_rule_and_file(tmp_path: Path, mutate, problem: str) -> None:  # type: ignore[no-untyped-def]
+def test_invalid_rules_fail_at_load_naming_rule_and_file(
+    tmp_path: Path, mutate, problem: str
+) -> None:  # type: ignore[no-untyped-def]
     p = write(tmp_path, mutate(GOOD.format(id="my-rule")))
     with pytest.raises(RuleSchemaError) as info:
         load_rule_file(p)
@@ -91,7 +96,7 @@ def test_yaml_tags_are_not_constructed(tmp_path: Path) -> None:
 
 
 def test_condition_text_is_data_not_code(tmp_path: Path) -> None:
-    text = GOOD.format(id="my-rule").replace('value: $level', 'value: "__import__(\'os\')"')
+    text = GOOD.format(id="my-rule").replace("value: $level", "value: \"__import__('os')\"")
     text = text.replace("params: {level: 2.0}", "params: {}").replace(" is above {level}", "")
     rules = load_rules(write(tmp_path, text), builtin=False)
     run = make_run({"train/loss": "3.0x10"})
@@ -120,7 +125,10 @@ def test_overrides_are_checked() -> None:
     with pytest.raises(RuleSchemaError, match="unknown feature setting"):
         rules.with_overrides({"features.nosuch": 1})
     assert parse_overrides(["overfitting.min_rise=0.1"]) == {"overfitting.min_rise": 0.1}
-    assert rules.with_overrides({"overfitting.min_rise": "0.2"}).params["overfitting"]["min_rise"] == 0.2
+    assert (
+        rules.with_overrides({"overfitting.min_rise": "0.2"}).params["overfitting"]["min_rise"]
+        == 0.2
+    )
 
 
 def test_missing_rule_file() -> None:

@@ -34,15 +34,11 @@ def test_every_rule_is_documented_and_has_fire_and_silent_cases(rule_id: str) ->
 
 
 CASES = [
-    (rule_id, case)
-    for rule_id, path in TEST_FILES.items()
-    for case in load_test_file(path).cases
+    (rule_id, case) for rule_id, path in TEST_FILES.items() for case in load_test_file(path).cases
 ]
 
 
-@pytest.mark.parametrize(
-    ("rule_id", "case"), CASES, ids=[f"{r}::{c.name}" for r, c in CASES]
-)
+@pytest.mark.parametrize(("rule_id", "case"), CASES, ids=[f"{r}::{c.name}" for r, c in CASES])
 def test_rule_case(rule_id: str, case) -> None:  # type: ignore[no-untyped-def]
     base = TEST_FILES[rule_id].parent
     if case.fixture:
@@ -54,26 +50,30 @@ def test_rule_case(rule_id: str, case) -> None:  # type: ignore[no-untyped-def]
 
 def test_rule_coverage_report() -> None:
     """Every rule is exercised by at least one real-Trainer fixture or says why not."""
-    fixture_rules = {
-        r for r, c in CASES if c.fixture is not None and c.expect == "fire"
-    }
+    fixture_rules = {r for r, c in CASES if c.fixture is not None and c.expect == "fire"}
     synthetic_only = sorted(set(RULES.ids) - fixture_rules)
     # rules without a must-fire real fixture are listed here on purpose; keep this list short
-    assert set(synthetic_only) <= {
-        "loss-nonfinite-at-start",
-        "loss-nonfinite-sudden",
-        "loss-diverging",
-        "loss-plateau-after-drop",
-        "still-improving-at-end",
-        "eval-loss-rising",
-        "exploding-gradients",
-        "healthy-converged",
-    } | fixture_rules
+    assert (
+        set(synthetic_only)
+        <= {
+            "loss-nonfinite-at-start",
+            "loss-nonfinite-sudden",
+            "loss-diverging",
+            "loss-plateau-after-drop",
+            "still-improving-at-end",
+            "eval-loss-rising",
+            "exploding-gradients",
+            "healthy-converged",
+        }
+        | fixture_rules
+    )
 
 
 def test_schema_file_is_current() -> None:
     on_disk = json.loads((RULES_DIR / "rule.schema.json").read_text())
-    assert on_disk == rule_json_schema(), "regenerate with: curvediag rules schema -o rules/rule.schema.json"
+    assert on_disk == rule_json_schema(), (
+        "regenerate with: curvediag rules schema -o rules/rule.schema.json"
+    )
 
 
 def test_rules_doc_is_current() -> None:

@@ -531,6 +531,8 @@ def test_truncated_last_record(tmp_path: Path) -> None:
         assert log.summary == {}
         assert len(log.warnings) == 1
         assert str(path) in log.warnings[0] and f"offset {last_off}" in log.warnings[0]
+        assert "truncated" in log.warnings[0] or "ends inside" in log.warnings[0]
+        assert read_quiet(path, check_crc=False).warnings == log.warnings
 
 
 def test_truncated_inside_fragmented_record(tmp_path: Path) -> None:
@@ -906,3 +908,16 @@ def test_writer_matches_wandb_protobuf() -> None:
     assert rec.exit.exit_code == -1
     rec = pb.Record.FromString(config([item("k", value_json="1")], removes=[item("r")]))
     assert rec.config.update[0].key == "k" and rec.config.remove[0].key == "r"
+
+
+def test_deeply_nested_json(tmp_path: Path) -> None:
+    deep = '{"a":' * 900 + "1" + "}" * 900
+    recs = [
+        summary([item("s", value_json=deep)]),
+        history([item("h", value_json=deep), item("ok", value_json="1")]),
+        history([item("bad", value_json="[" * 100_000), item("ok", value_json="2")]),
+    ]
+    log = read_quiet(write(tmp_path, frame(recs)))
+    assert [r["ok"] for r in log.history] == [1, 2]
+    assert len(log.summary) == 1
+    assert len(log.warnings) == 1 and "not JSON" in log.warnings[0]

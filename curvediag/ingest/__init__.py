@@ -1,74 +1,208 @@
-"""Readers: every supported log format into one :class:`~curvediag.model.Run`."""
+"""Readers: every supported log format into :class:`~curvediag.model.Run` objects.
+
+``load_run`` detects the format from names and content. A folder holding several formats of
+the same run (a Trainer output folder with ``trainer_state.json``, ``runs/`` and ``wandb/``) is
+read as ONE run: trainer_state.json's metrics take precedence, and the other formats add
+hyperparameters (the Trainer's arguments), wall time and metrics it lacks.
+"""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from types import ModuleType
+
+import numpy as np
 
 from curvediag.errors import IngestError, MalformedRunError, UnrecognizedFormatError
-from curvediag.ingest import hf_trainer
 from curvediag.model import Run
 
-__all__ = ["FORMATS", "detect_format", "load_run"]
+__all__ = ["FORMATS", "detect_format", "load_run", "load_runs", "merge_runs"]
 
-#: Format name -> reader module (each has ``sniff(path) -> bool`` and ``read(path) -> Run``).
-FORMATS = {hf_trainer.FORMAT: hf_trainer}
+Aliases = dict[str, str] | None
+
+
+def _modules() -> dict[str, ModuleType]:
+    from curvediag.ingest import hf_trainer, tensorboard, wandb_run
+
+    return {
+        hf_trainer.FORMAT: hf_trainer,
+        tensorboard.FORMAT: tensorboard,
+        wandb_run.FORMAT: wandb_run,
+    }
+
+
+#: Format names, in the order they are tried.
+FORMATS = ("hf-trainer", "tensorboard", "wandb-run")
+
+
+def _reader(fmt: str) -> Callable[[Path, Aliases], list[Run]]:
+    mod = _modules()[fmt]
+    if hasattr(mod, "read_all"):
+        return lambda p, a: list(mod.read_all(p, aliases=a))
+    return lambda p, a: [mod.read(p, aliases=a)]
 
 
 def detect_format(path: Path) -> str:
-    """The format of ``path``, from its name and content.
+    """The first format whose reader recognises ``path``.
 
     Raises:
         UnrecognizedFormatError: No reader recognises it.
     """
-    for name, reader in FORMATS.items():
-        if reader.sniff(path):
+    for name, mod in _modules().items():
+        if mod.sniff(path):
             return name
     if path.is_dir():
         raise UnrecognizedFormatError(
             path,
-            "no training log found here (looked for trainer_state.json, also in checkpoint-N/)",
+            "no training log found here (looked for trainer_state.json, checkpoint-N/, "
+            "TensorBoard event files and W&B run folders)",
         )
     raise UnrecognizedFormatError(
         path, "not a recognised training log (supported: " + ", ".join(FORMATS) + ")"
     )
 
 
-def load_run(
-    path: str | os.PathLike[str],
-    *,
-    format: str | None = None,
-    aliases: dict[str, str] | None = None,
-) -> Run:
-    """Read a training log into a :class:`Run`.
+def _check_path(p: Path) -> None:
+    if not p.exists():
+        raise MalformedRunError(p, "no such file or folder")
+    if not os.access(p, os.R_OK):
+        raise MalformedRunError(p, "permission denied")
+
+
+def _call(p: Path, fmt: str, aliases: Aliases) -> list[Run]:
+    try:
+        return _reader(fmt)(p, aliases)
+    except IngestError:
+        raise
+    except PermissionError:
+        raise MalformedRunError(p, "permission denied") from None
+    except (OSError, ValueError) as exc:  # a reader bug must still name the file
+        raise MalformedRunError(p, f"{type(exc).__name__}: {exc}") from None
+
+
+def load_runs(
+    path: str | os.PathLike[str], *, format: str | None = None, aliases: Aliases = None
+) -> list[Run]:
+    """Every run at ``path``. A W&B CSV export or a tree of TensorBoard runs can hold several.
 
     Args:
-        path: A log file or a folder holding one (a Trainer output folder, ...).
+        path: A log file or a folder.
+        format: Force a format (see ``FORMATS``) instead of detecting it.
+        aliases: Extra metric-name mappings, raw name -> canonical name.
+
+    Raises:
+        IngestError: Missing, unreadable, unrecognised or broken input (names file and problem).
+    """
+    p = Path(path)
+    _check_path(p)
+    if format is not None:
+        if format not in _modules():
+            raise UnrecognizedFormatError(
+                p, f"unknown format {format!r} (known: {', '.join(FORMATS)})"
+            )
+        return _call(p, format, aliases)
+    if p.is_file():
+        return _call(p, detect_format(p), aliases)
+    mods = _modules()
+    try:
+        found = [name for name, mod in mods.items() if mod.sniff(p)]
+    except PermissionError:
+        raise MalformedRunError(p, "permission denied") from None
+    if not found:
+        detect_format(p)  # raises the explanatory error
+    groups = [_call(p, fmt, aliases) for fmt in found]
+    if "hf-trainer" in found:
+        primary = groups[0][0]
+        others = [r for g in groups[1:] for r in g]
+        return [merge_runs(primary, others)] if others else [primary]
+    if len(groups) == 2 and all(len(g) == 1 for g in groups):
+        return [merge_runs(groups[0][0], [groups[1][0]])]
+    return [r for g in groups for r in g]
+
+
+def load_run(
+    path: str | os.PathLike[str], *, format: str | None = None, aliases: Aliases = None
+) -> Run:
+    """Read a training log into one :class:`Run`.
+
+    Args:
+        path: A log file or a folder holding one run (a Trainer output folder, a TensorBoard
+            run folder, a W&B run folder, ...).
         format: Force a format instead of detecting it (see ``FORMATS``).
         aliases: Extra metric-name mappings, raw name -> canonical name
             (e.g. ``{"my/loss": "train/loss"}``).
 
     Raises:
-        IngestError: The path is missing, unreadable, of no known format, or broken. The
-            message names the file and the problem.
+        IngestError: The path is missing, unreadable, of no known format, broken, or holds
+            several runs (use :func:`load_runs`). The message names the file and the problem.
     """
-    p = Path(path)
-    if not p.exists():
-        raise MalformedRunError(p, "no such file or folder")
-    if not os.access(p, os.R_OK):
-        raise MalformedRunError(p, "permission denied")
-    if format is None:
-        try:
-            format = detect_format(p)
-        except PermissionError:
-            raise MalformedRunError(p, "permission denied") from None
-    reader = FORMATS.get(format)
-    if reader is None:
-        raise UnrecognizedFormatError(p, f"unknown format {format!r} (known: {', '.join(FORMATS)})")
-    try:
-        run: Run = reader.read(p, aliases=aliases)
-        return run
-    except IngestError:
-        raise
-    except (OSError, ValueError) as exc:  # a reader bug must still name the file
-        raise MalformedRunError(p, f"{type(exc).__name__}: {exc}") from None
+    runs = load_runs(path, format=format, aliases=aliases)
+    if len(runs) != 1:
+        names = ", ".join(f"{r.name} ({r.source})" for r in runs[:5])
+        more = f" and {len(runs) - 5} more" if len(runs) > 5 else ""
+        raise IngestError(
+            Path(path),
+            f"holds {len(runs)} runs: {names}{more}; point at one of them or use load_runs",
+        )
+    return runs[0]
+
+
+def _wall_time_by_step(target: np.ndarray, steps: np.ndarray, wall: np.ndarray) -> np.ndarray:
+    idx = np.searchsorted(steps, target)
+    idx = np.clip(idx, 0, max(0, steps.size - 1))
+    out = np.full(target.size, np.nan)
+    if steps.size:
+        hit = steps[idx] == target
+        out[hit] = wall[idx[hit]]
+    return out
+
+
+def merge_runs(primary: Run, others: Sequence[Run]) -> Run:
+    """One run from several formats of it: ``primary``'s metrics win, the others fill gaps.
+
+    The others contribute metrics the primary lacks, wall times for the primary's series (by
+    step), and the metadata fields the primary leaves empty (the Trainer's arguments).
+    """
+    metrics = dict(primary.metrics)
+    meta = primary.meta.model_copy(deep=True)
+    warnings = list(primary.warnings)
+    formats = [primary.format]
+    for other in others:
+        formats.append(other.format)
+        for name, series in other.metrics.items():
+            mine = metrics.get(name)
+            if mine is None:
+                metrics[name] = series
+            elif mine.wall_time is None and series.wall_time is not None:
+                wt = _wall_time_by_step(mine.steps, series.steps, series.wall_time)
+                if np.isfinite(wt).any():
+                    metrics[name] = mine.model_copy(update={"wall_time": wt})
+        for field in type(meta).model_fields:
+            if field in ("hyperparameters", "summary"):
+                continue
+            if getattr(meta, field) in (None, [], False) and getattr(other.meta, field) not in (
+                None,
+                [],
+                False,
+            ):
+                setattr(meta, field, getattr(other.meta, field))
+        for k, v in other.meta.hyperparameters.items():
+            meta.hyperparameters.setdefault(k, v)
+        for k, v in other.meta.summary.items():
+            meta.summary.setdefault(k, v)
+        warnings += [f"{other.format} ({other.source}): {w}" for w in other.warnings]
+    fmt = "+".join(dict.fromkeys(formats))
+    source = primary.source
+    if len(formats) > 1:
+        src = Path(primary.source)
+        source = str(src.parent if src.is_file() else src)
+    return Run(
+        source=source,
+        format=fmt,
+        name=primary.name,
+        meta=meta,
+        metrics=metrics,
+        warnings=warnings,
+    )

@@ -24,6 +24,7 @@ first use) and :mod:`curvediag.errors`.
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
 import re
@@ -42,6 +43,7 @@ from curvediag.errors import CurvediagWarning, MalformedRunError
 if TYPE_CHECKING:
     from tensorboard.compat.proto.event_pb2 import Event
 
+_crc32c_mod: Any
 try:  # optional speed-up; a vectorized numpy CRC-32C is used without it
     import crc32c as _crc32c_mod
 except ImportError:  # pragma: no cover - depends on the environment
@@ -219,7 +221,9 @@ class _VectorCrc:
             else:  # byte tables (1 KiB each) further from the end
                 self._byte_tables(2 * k + 1)
                 col = pairs[:, q]
-                acc ^= self._p[2 * k + 1][col & np.uint16(0xFF)] ^ self._p[2 * k][col >> np.uint16(8)]
+                acc ^= (
+                    self._p[2 * k + 1][col & np.uint16(0xFF)] ^ self._p[2 * k][col >> np.uint16(8)]
+                )
         return acc
 
     def _byte_tables(self, k: int) -> None:
@@ -543,6 +547,7 @@ class _Buf:
 
 _VECTOR_FRAMING_MIN = 1 << 16
 _MAX_PAIR_TABLES = 32
+_CHUNK_RECORDS = 1 << 17
 _HEADER_TABLE: list[U32] = []
 
 
@@ -582,7 +587,14 @@ def _frame_vectorized(mm: mmap.mmap | bytes, size: int) -> tuple[I64, int]:
     records are resolved by a short Python walk.
     """
     arr: U8 = np.frombuffer(mm, dtype=np.uint8)
-    q = np.flatnonzero(arr[12 : size - 3] == 0x09)  # start p = q: data byte at p + 12
+    # record start p where data byte p + 12 is 0x09; scanned in chunks so that temporary memory
+    # stays proportional to the number of records, not to the file size
+    hits: list[I64] = []
+    step = 1 << 22
+    for lo in range(0, size - 15, step):
+        hi = min(lo + step, size - 15)
+        hits.append(np.flatnonzero(arr[lo + 12 : hi + 12] == 0x09) + lo)
+    q = np.concatenate(hits) if hits else np.zeros(0, dtype=np.int64)
     del arr
     buf = _Buf(np.frombuffer(mm, dtype=np.uint8))
     lens = buf.rows(q, 8).view("<u8").reshape(-1)
@@ -653,7 +665,8 @@ class _Reader:
         for kind, n in self._warn_counts.items():
             if n > _MAX_WARNINGS_PER_KIND:
                 self.out.warnings.append(
-                    f"{self.path}: ... and {n - _MAX_WARNINGS_PER_KIND} more {kind} problems not listed"
+                    f"{self.path}: ... and {n - _MAX_WARNINGS_PER_KIND} more {kind} problems "
+                    "not listed"
                 )
 
     # -- framing ------------------------------------------------------------------------------
@@ -665,7 +678,7 @@ class _Reader:
                 self.path,
                 f"{size} bytes: too short for a record header, not a TensorBoard event file",
             )
-        n0, c0 = _HEADER.unpack_from(mm, 0)
+        _, c0 = _HEADER.unpack_from(mm, 0)
         if _mask(_crc32c(mm[0:8])) != c0:
             raise MalformedRunError(
                 self.path, "first record header has a bad checksum: not a TensorBoard event file"
@@ -703,10 +716,8 @@ class _Reader:
                 self._read_mapped(mm, size)
             finally:
                 if isinstance(mm, mmap.mmap):
-                    try:
+                    with contextlib.suppress(BufferError):  # a numpy view is still alive
                         mm.close()
-                    except BufferError:  # pragma: no cover - a view is still alive
-                        pass
         self.finish_warnings()
         return self.out
 
@@ -744,7 +755,8 @@ class _Reader:
                 for i in bad.tolist():
                     self.warn(
                         "checksum",
-                        f"record at byte offset {int(starts[i])} has a data checksum mismatch; skipped",
+                        f"record at byte offset {int(starts[i])} has a data checksum "
+                        "mismatch; skipped",
                     )
                 good = np.ones(ds.shape[0], dtype=np.bool_)
                 good[bad] = False
@@ -811,22 +823,37 @@ class _Decoder:
         self.fallback = np.zeros(self.nrec, dtype=np.bool_)
 
     def run(self) -> None:
-        rec, vs, ve, wall, step = self._events()
-        cols = self._values(rec, vs, ve)
-        # drop values of records that go through protobuf
-        keep = ~self.fallback[cols["rec"]]
-        for k in cols:
-            cols[k] = cols[k][keep]
+        # in chunks of records, so that temporaries stay bounded on large files
+        parts: list[dict[str, Any]] = []
+        walls: list[F64] = []
+        steps: list[I64] = []
+        for r0 in range(0, max(self.nrec, 1), _CHUNK_RECORDS):
+            r1 = min(r0 + _CHUNK_RECORDS, self.nrec)
+            rec, vs, ve, wall_c, step_c = self._events(r0, r1)
+            part = self._values(rec, vs, ve)
+            # drop values of records that go through protobuf
+            keep = ~self.fallback[part["rec"]]
+            parts.append({k: v[keep] for k, v in part.items()})
+            walls.append(wall_c)
+            steps.append(step_c)
+        if len(parts) == 1:
+            cols, wall, step = parts[0], walls[0], steps[0]
+        else:
+            cols = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+            wall, step = np.concatenate(walls), np.concatenate(steps)
+        del parts, walls, steps
         fb = _Fallback(self)
         fb.decode(np.flatnonzero(self.fallback))
         self._assemble(cols, wall, step, fb)
 
     # -- event level ----------------------------------------------------------------------------
 
-    def _events(self) -> tuple[I64, I64, I64, F64, I64]:
-        buf, n = self.buf, self.nrec
-        cur = self.ds.copy()
-        end = self.de
+    def _events(self, r0: int, r1: int) -> tuple[I64, I64, I64, F64, I64]:
+        """Parse records r0..r1-1; returns their values' (record, start, end), wall, step."""
+        buf, n = self.buf, r1 - r0
+        cur = self.ds[r0:r1].copy()
+        end = self.de[r0:r1]
+        fallback = self.fallback[r0:r1]  # a view: writes go to self.fallback
         wall = np.zeros(n, dtype=np.float64)
         step = np.zeros(n, dtype=np.int64)
         s_start = np.full(n, -1, dtype=np.int64)
@@ -863,13 +890,13 @@ class _Decoder:
                 newc[m] = np.where(ok, se, -1)
             bad = newc < 0
             if bad.any():
-                self.fallback[act[bad]] = True
+                fallback[act[bad]] = True
             cur[act] = newc
             act = act[(~bad) & (newc < end[act])]
         if act.size:
-            self.fallback[act] = True
+            fallback[act] = True
         # summaries -> values
-        has = np.flatnonzero((s_start >= 0) & ~self.fallback)
+        has = np.flatnonzero((s_start >= 0) & ~fallback)
         recs: list[I64] = []
         v_s: list[I64] = []
         v_e: list[I64] = []
@@ -887,14 +914,14 @@ class _Decoder:
             ve = vs + v.astype(np.int64)
             ok &= (t == 0x0A) & (ve <= send[act_i]) & (v < np.uint64(1 << 40))
             if not ok.all():
-                self.fallback[idx[~ok]] = True
+                fallback[idx[~ok]] = True
             recs.append(idx[ok])
             v_s.append(vs[ok])
             v_e.append(ve[ok])
             scur[act_i] = np.where(ok, ve, send[act_i])
             act_i = act_i[ok & (ve < send[act_i])]
         if act_i.size:
-            self.fallback[has[act_i]] = True
+            fallback[has[act_i]] = True
         if len(recs) == 1:
             rec, vs_a, ve_a = recs[0], v_s[0], v_e[0]
         elif recs:
@@ -905,7 +932,7 @@ class _Decoder:
             rec, vs_a, ve_a = rec[order], vs_a[order], ve_a[order]
         else:
             rec = vs_a = ve_a = np.zeros(0, dtype=np.int64)
-        return rec, vs_a, ve_a, wall, step
+        return rec + r0, vs_a, ve_a, wall, step
 
     # -- value level ----------------------------------------------------------------------------
 
@@ -940,7 +967,7 @@ class _Decoder:
                 newc[m] = np.where(ok, p + 4, -1)
             # length-delimited fields: tag(1) metadata(9) tensor(8) node_name(7) and the
             # non-scalar summaries old histogram(3) image(4) histo(5) audio(6)
-            m = _sel((
+            m = _sel(
                 (t == 0x0A)
                 | (t == 0x4A)
                 | (t == 0x42)
@@ -949,7 +976,7 @@ class _Decoder:
                 | (t == 0x22)
                 | (t == 0x2A)
                 | (t == 0x32)
-            ))
+            )
             if m is not None:
                 idx = act[m]
                 tm = t[m]
@@ -1031,7 +1058,9 @@ class _Decoder:
                 dm = t[m] == 0x08
                 dtype[idx[dm]] = v[dm].view(np.int64)
                 newc[m] = np.where(ok, c[m] + 1 + ln, -1)
-            m = _sel((t == 0x12) | (t == 0x22) | (t == 0x2A) | (t == 0x32))  # shape, content, packed f/d
+            m = _sel(
+                (t == 0x12) | (t == 0x22) | (t == 0x2A) | (t == 0x32)
+            )  # shape, content, packed f/d
             if m is not None:
                 idx = act[m]
                 tm = t[m]
@@ -1053,14 +1082,14 @@ class _Decoder:
             m = _sel((t == 0x2D) | (t == 0x31))  # unpacked float_val / double_val
             if m is not None:
                 idx = act[m]
-                width = np.where(t[m] == 0x2D, 4, 8)
+                wid = np.where(t[m] == 0x2D, 4, 8)
                 p = c[m] + 1
-                ok = p + width <= lim[m]
+                ok = p + wid <= lim[m]
                 val_pos[idx] = p
-                val_w[idx] = width
+                val_w[idx] = wid
                 val_field[idx] = 1
-                nvals[idx] += width
-                newc[m] = np.where(ok, p + width, -1)
+                nvals[idx] += wid
+                newc[m] = np.where(ok, p + wid, -1)
             known = (
                 (t == 0x08)
                 | (t == 0x18)
@@ -1185,8 +1214,8 @@ class _Decoder:
         plugins = {tid: self._plugin(names[tid], m) for tid, (_, _, m) in meta_first.items()}
         # text summaries: those of text-plugin tags, in file order, last wins
         for _, _, tag, text in sorted(fb.texts, key=lambda x: (x[0], x[1])):
-            tid = index.get(tag.encode("utf-8"))
-            if tid is not None and plugins.get(tid) == "text":
+            text_id = index.get(tag.encode("utf-8"))
+            if text_id is not None and plugins.get(text_id) == "text":
                 out.texts[tag] = text
         # scalars
         is_scalar = kind == _K_SIMPLE
@@ -1233,11 +1262,11 @@ class _Decoder:
             order = np.argsort(s_tag, kind="stable")
             cuts = np.flatnonzero(np.diff(s_tag[order])) + 1
             members = np.split(order, cuts)
-        members.sort(key=lambda ix: int(s_rec[ix[0]]))
+        members.sort(key=lambda ix: int(ix[0]))  # s_* are in file order
         for ix in members:
-            r = s_rec[ix]
+            recs = s_rec[ix]
             out.scalars[names[int(s_tag[ix[0]])]] = ScalarColumn(
-                steps=step[r], values=s_val[ix], wall_times=wall[r]
+                steps=step[recs], values=s_val[ix], wall_times=wall[recs]
             )
         # hparams (plugin data content of the session_start_info tag)
         for tid, (_, _, m) in meta_first.items():
@@ -1433,7 +1462,9 @@ class _Fallback:
                     self.texts.append((r, i, tag, txt))
 
 
-def read_event_file(path: str | os.PathLike[str], *, check_crc: bool = True) -> EventFileData:
+def read_event_file(
+    path: str | os.PathLike[str], *, check_crc: bool = True, warn: bool = True
+) -> EventFileData:
     """Read the scalars, texts and hparams of one TensorBoard event file.
 
     Damaged files are the common case (a crashed run leaves a truncated last record): every intact
@@ -1445,6 +1476,8 @@ def read_event_file(path: str | os.PathLike[str], *, check_crc: bool = True) -> 
         check_crc: Verify the masked CRC-32C of every record header and record (records whose
             data checksum fails are skipped; a bad header ends the readable part of the file).
             The first record's header checksum is always checked: it is how a file is recognized.
+        warn: Also emit the problems as a :class:`~curvediag.errors.CurvediagWarning` (callers
+            that pass ``EventFileData.warnings`` on themselves set this to False).
 
     Returns:
         The file's content.
@@ -1468,7 +1501,7 @@ def read_event_file(path: str | os.PathLike[str], *, check_crc: bool = True) -> 
         raise MalformedRunError(
             rd.path, f"unreadable event file ({exc.__class__.__name__}: {exc})"
         ) from exc
-    if out.warnings:
+    if out.warnings and warn:
         warnings.warn(
             "; ".join(out.warnings)
             if len(out.warnings) <= 3

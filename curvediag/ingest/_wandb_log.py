@@ -63,6 +63,11 @@ RECORD_EXIT: Final = 18  # RunExitRecord exit
 RECORD_FINAL: Final = 20  # FinalRecord final (written on a clean finish)
 RECORD_HEADER: Final = 21  # HeaderRecord header
 
+RECORD_NUM: Final = 1  # int64 num
+RECORD_CONTROL: Final = 16  # Control control (not part of the oneof)
+RECORD_UUID: Final = 19  # string uuid (not part of the oneof)
+RECORD_INFO: Final = 200  # _RecordInfo _info (not part of the oneof)
+
 # message HistoryRecord
 HISTORY_ITEM: Final = 1  # repeated HistoryItem item
 HISTORY_STEP: Final = 2  # HistoryStep step
@@ -135,6 +140,7 @@ _FIXED32: Final = 5
 # Single-byte tags of the hot path
 _TAG_HISTORY_ITEM: Final = (HISTORY_ITEM << 3) | _LEN  # 0x0a
 _TAG_HISTORY_STEP: Final = (HISTORY_STEP << 3) | _LEN  # 0x12
+_TAG_STEP_NUM: Final = (HISTORY_STEP_NUM << 3) | _VARINT  # 0x08
 _TAG_UPDATE: Final = (UPDATE << 3) | _LEN  # 0x0a
 _TAG_REMOVE: Final = (REMOVE << 3) | _LEN  # 0x12, same tag as HistoryRecord.step
 _TAG_ITEM_KEY: Final = (ITEM_KEY << 3) | _LEN  # 0x0a
@@ -142,6 +148,10 @@ _TAG_ITEM_NESTED_KEY: Final = (ITEM_NESTED_KEY << 3) | _LEN  # 0x12
 # value_json (field 16, wire type 2) has the two-byte tag 0x82 0x01
 _TAG_VALUE_JSON_0: Final = ((ITEM_VALUE_JSON << 3) | _LEN) & 0x7F | 0x80  # 0x82
 _TAG_VALUE_JSON_1: Final = ((ITEM_VALUE_JSON << 3) | _LEN) >> 7  # 0x01
+
+_TAG_RECORD_NUM: Final = (RECORD_NUM << 3) | _VARINT  # 0x08
+# Members of Record's record_type oneof (wandb 0.31: 2-13, 17, 18, 20-27, request=100)
+_RECORD_TYPES: Final = frozenset(range(2, 28)) - {RECORD_CONTROL, RECORD_UUID} | {100}
 
 _MAX_WARNINGS: Final = 50
 _RECORD_HEADER = struct.Struct("<IHB")
@@ -396,9 +406,15 @@ def _normalize_dict_values(row: dict[str, object]) -> None:
     """Flatten non-media dict values into '/'-joined keys (old Python-core files)."""
     nested = [k for k, v in row.items() if isinstance(v, dict) and v and not _is_media(v)]
     for key in nested:
-        value = row.pop(key)
+        value = row[key]
         assert isinstance(value, dict)
-        _flatten_into(row, key, value)
+        flat: dict[str, object] = {}
+        try:
+            _flatten_into(flat, key, value)
+        except RecursionError:
+            continue  # absurdly deep: keep the dict as it is
+        del row[key]
+        row.update(flat)
 
 
 def _unwrap_config_value(value: object) -> object:
@@ -464,11 +480,10 @@ class _Reader:
                 problem = "zeroed record header"
             elif rtype < FULL or rtype > LAST:
                 problem = f"bad record type {rtype}"
+            elif stop > n:
+                problem = f"truncated record (needs {length} bytes, file has {n - start})"
             elif length > left - RECORD_HEADER_SIZE:
-                if stop > n:
-                    problem = f"truncated record (needs {length} bytes, file has {n - start})"
-                else:
-                    problem = f"record length {length} crosses a block boundary"
+                problem = f"record length {length} crosses a block boundary"
             elif check_crc and crc32(data[start:stop], seeds[rtype]) != crc:
                 problem = "CRC mismatch"
             if problem:
@@ -522,6 +537,11 @@ class _Reader:
     def _record(self, buf: bytes) -> None:
         end = len(buf)
         pos = 0
+        if end and buf[0] == _TAG_RECORD_NUM:  # int64 num, first in field order: skip it
+            pos = 1
+            while pos < end and buf[pos] >= 0x80:
+                pos += 1
+            pos += 1
         while pos < end:
             tag = buf[pos]
             if tag < 0x80:
@@ -542,6 +562,11 @@ class _Reader:
             stop = pos + length
             if stop > end:
                 raise _DecodeError("field runs past the end of the record")
+            if number not in _RECORD_TYPES:
+                pos = stop
+                continue
+            # The record_type oneof member: decode it if needed; the rest (control, uuid,
+            # _info, unknown fields) is of no interest.
             if number == RECORD_HISTORY:
                 self.history(buf, pos, stop)
             elif number == RECORD_SUMMARY:
@@ -556,7 +581,7 @@ class _Reader:
                 self.header_record(buf, pos, stop)
             elif number == RECORD_FINAL:
                 self.log.run["finished"] = True
-            pos = stop
+            return
 
     # -- items -----------------------------------------------------------------------------
     def key_text(self, raw: bytes) -> str:
@@ -663,8 +688,9 @@ class _Reader:
                     and (buf[pos] == _TAG_ITEM_KEY or buf[pos] == _TAG_ITEM_NESTED_KEY)
                 ):
                     raw_key = buf[pos + 2 : q]
-                    key = cache.get(raw_key)
-                    if key is None:
+                    try:
+                        key = cache[raw_key]
+                    except KeyError:
                         key = self.key_text(raw_key)
                     raw = buf[q + 3 : stop]
                     pos = stop
@@ -709,9 +735,15 @@ class _Reader:
                 if stop > end:
                     raise _DecodeError("history step runs past its record")
                 step = 0
-                for number, wire_type, a, _b in _fields(buf, pos, stop):
-                    if number == HISTORY_STEP_NUM and wire_type == _VARINT:
-                        step = _signed(a)
+                if pos < stop and buf[pos] == _TAG_STEP_NUM:
+                    step, p = _varint(buf, pos + 1, stop)
+                    step = _signed(step)
+                else:
+                    p = pos
+                if p != stop:
+                    for number, wire_type, a, _b in _fields(buf, pos, stop):
+                        if number == HISTORY_STEP_NUM and wire_type == _VARINT:
+                            step = _signed(a)
                 pos = stop
             else:
                 pos = _skip_field(buf, pos, end)
@@ -754,8 +786,9 @@ class _Reader:
                     and (buf[pos] == _TAG_ITEM_KEY or buf[pos] == _TAG_ITEM_NESTED_KEY)
                 ):
                     raw_key = buf[pos + 2 : q]
-                    key = cache.get(raw_key)
-                    if key is None:
+                    try:
+                        key = cache[raw_key]
+                    except KeyError:
                         key = self.key_text(raw_key)
                     raw_summary[key] = (key, buf[q + 3 : stop], offset)
                     pos = stop

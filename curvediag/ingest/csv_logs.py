@@ -1,0 +1,316 @@
+"""Readers for generic tabular logs: Lightning ``metrics.csv``, TensorBoard CSV, plain CSV/JSONL.
+
+``lightning-csv`` (:data:`LIGHTNING`)
+    PyTorch Lightning's ``CSVLogger`` ``metrics.csv``: a ``step`` column, an ``epoch`` column
+    and sparse rows (step-level and epoch-level metrics on different rows). A metric logged
+    with both ``on_step`` and ``on_epoch`` has ``<name>_step`` and ``<name>_epoch`` columns:
+    for training metrics the per-step one is the curve (``train_loss_step`` -> train/loss) and
+    the epoch one keeps an ``_epoch`` suffix (``train_loss_epoch`` -> train/loss_epoch); for
+    validation metrics the epoch aggregate is the curve (``val_loss_epoch`` -> eval/loss,
+    ``val_loss_step`` -> eval/loss_step). Points are sorted by step (Lightning writes
+    epoch-end rows out of step order; it never resumes into the same file).
+``tensorboard-csv`` (:data:`TENSORBOARD_CSV`)
+    TensorBoard's UI export ``Wall time,Step,Value``: one metric per file, named after the
+    file. The stem goes through the alias table (``train_loss`` -> train/loss, ``val_loss`` /
+    ``valid_loss`` -> eval/loss, ``accuracy`` -> train/accuracy; an unknown name ``x`` becomes
+    ``train/x``). TensorBoard's own download names ``run-<run>-tag-<tag>.csv`` use the tag (a
+    ``_`` that stood for ``/`` is restored when that gives a known alias: ``Loss_train`` ->
+    train/loss), and a run part naming a validation split (``validation``, ``val``, ``eval``,
+    ``test``...) moves ``train/...`` to ``eval/...`` (Keras' ``run-validation-tag-epoch_loss``
+    -> eval/loss). The user's ``aliases`` can map the file stem to any name.
+``csv`` / ``jsonl`` (:data:`PLAIN_CSV`, :data:`PLAIN_JSONL`)
+    Any CSV/TSV or JSON Lines file with a step column (``step``, ``global_step``,
+    ``train/global_step``, ``trainer/global_step``, ``steps``, ``iteration``, ``iter``,
+    ``_step``; ``epoch`` as a last resort). Other numeric columns become metrics through
+    :func:`~curvediag.ingest.aliases.canonical_name`; ``wall_time``/``timestamp``/``time`` is
+    the wall time. Nested JSON objects are flattened with ``/``. These two sniff on the file
+    extension alone, so they must come last.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+
+from curvediag.errors import MalformedRunError, UnrecognizedFormatError
+from curvediag.ingest._tabular import (
+    Table,
+    TableReader,
+    assign_names,
+    build_metrics,
+    describe_columns,
+    find_column,
+    flatten,
+    header_cells,
+    is_unnamed,
+    json_lines,
+    parse_csv,
+    read_text,
+    rows_table,
+    to_steps,
+    wall_column,
+)
+from curvediag.ingest._tabular import finish_run as _finish
+from curvediag.ingest.aliases import ALIASES, canonical_name
+from curvediag.model import Run
+
+__all__ = [
+    "FORMATS",
+    "LIGHTNING",
+    "PLAIN_CSV",
+    "PLAIN_JSONL",
+    "READERS",
+    "TENSORBOARD_CSV",
+    "read_all",
+    "sniff",
+    "tensorboard_csv_metric_name",
+]
+
+LIGHTNING_FORMAT = "lightning-csv"
+TB_FORMAT = "tensorboard-csv"
+CSV_FORMAT = "csv"
+JSONL_FORMAT = "jsonl"
+FORMATS = (LIGHTNING_FORMAT, TB_FORMAT, CSV_FORMAT, JSONL_FORMAT)
+
+#: Step columns of a plain CSV/JSONL log, best first (``epoch`` is the fallback).
+STEP_COLUMNS = (
+    "step",
+    "global_step",
+    "train/global_step",
+    "trainer/global_step",
+    "steps",
+    "iteration",
+    "iter",
+    "_step",
+)
+WALL_COLUMNS = ("wall_time", "wall time", "walltime", "timestamp", "_timestamp", "time")
+_CSV_SUFFIXES = {".csv", ".tsv"}
+_JSONL_SUFFIXES = {".jsonl", ".ndjson"}
+_TB_HEADER = ["wall time", "step", "value"]
+_TB_NAME = re.compile(r"^run[-_](?P<run>.*?)[-_]tag[-_](?P<tag>.+)$")
+_EVAL_WORDS = {"val", "valid", "validation", "eval", "evaluation", "test", "dev"}
+
+
+# --------------------------------------------------------------------------------------------
+# Lightning CSVLogger
+# --------------------------------------------------------------------------------------------
+def sniff_lightning(path: Path) -> bool:
+    """``metrics.csv`` with ``step`` and ``epoch`` columns, or ``*_step``/``*_epoch`` pairs."""
+    if not path.is_file() or path.suffix.lower() != ".csv":
+        return False
+    cells = header_cells(path)
+    if "step" not in cells or "epoch" not in cells:
+        return False
+    if path.name == "metrics.csv":
+        return True
+    return any(c.endswith("_step") and c[:-5] + "_epoch" in cells for c in cells)
+
+
+def _lightning_namer(columns: list[str], aliases: dict[str, str] | None) -> dict[str, str]:
+    present = set(columns)
+    out: dict[str, str] = {}
+    for col in columns:
+        if aliases and col in aliases:
+            out[col] = canonical_name(col, extra=aliases)
+            continue
+        name = canonical_name(col, extra=aliases)
+        for suffix, other in (("_step", "_epoch"), ("_epoch", "_step")):
+            base = col[: -len(suffix)]
+            if col.endswith(suffix) and base and base + other in present:
+                canon = canonical_name(base, extra=aliases)
+                primary = "_epoch" if canon.startswith("eval/") else "_step"
+                name = canon if suffix == primary else canon + suffix
+                break
+        out[col] = name
+    return out
+
+
+def read_lightning(path: Path, *, aliases: dict[str, str] | None = None) -> list[Run]:
+    """Read a Lightning ``CSVLogger`` ``metrics.csv``."""
+    table = parse_csv(path, read_text(path, "Lightning metrics.csv"), "Lightning metrics.csv")
+    if "step" not in table.columns:
+        raise MalformedRunError(
+            path,
+            f"no numeric 'step' column: not a Lightning metrics.csv; columns: "
+            f"{describe_columns(table)}",
+        )
+    steps, ok, integral = to_steps(table.columns["step"])
+    if not integral:
+        raise MalformedRunError(path, "the 'step' column has fractional values")
+    cols = [c for c in table.columns if c != "step" and not is_unnamed(c)]
+    wanted = _lightning_namer(cols, aliases)
+    counts = {c: table.columns[c].count for c in cols}
+    names, warnings = assign_names(cols, wanted.__getitem__, counts)
+    metrics, _ = build_metrics(table, names, steps, ok, sort=True)
+    if not metrics:
+        raise MalformedRunError(path, "no numeric metric in this Lightning metrics.csv")
+    run = Run(
+        source=str(path),
+        format=LIGHTNING_FORMAT,
+        name=_lightning_name(path),
+        metrics=metrics,
+        warnings=warnings,
+    )
+    epoch = table.columns.get("epoch")
+    if epoch is not None and epoch.present.any():
+        last = float(epoch.values[epoch.present][-1])
+        run.meta.epoch = last if np.isfinite(last) else None
+    return [_finish(run, set())]
+
+
+def _lightning_name(path: Path) -> str:
+    folder = path.resolve().parent
+    if re.match(r"^version_\d+$", folder.name) and folder.parent.name:
+        return f"{folder.parent.name}/{folder.name}"
+    return folder.name or path.stem
+
+
+# --------------------------------------------------------------------------------------------
+# TensorBoard UI CSV export
+# --------------------------------------------------------------------------------------------
+def sniff_tensorboard_csv(path: Path) -> bool:
+    """A CSV whose header is exactly ``Wall time,Step,Value``."""
+    return path.is_file() and [c.lower() for c in header_cells(path)] == _TB_HEADER
+
+
+def tensorboard_csv_metric_name(path: Path, aliases: dict[str, str] | None = None) -> str:
+    """The canonical metric name a TensorBoard CSV export stands for (from its file name)."""
+    stem = path.stem
+    if aliases and stem in aliases:
+        return canonical_name(stem, extra=aliases)
+    m = _TB_NAME.match(stem)
+    run, tag = (m.group("run"), m.group("tag")) if m else ("", stem)
+    name = canonical_name(tag, extra=aliases)
+    if tag.lower() not in ALIASES and "_" in tag:
+        for i, ch in enumerate(tag):  # TensorBoard wrote '/' as '_' in the file name
+            if ch == "_" and (tag[:i] + "/" + tag[i + 1 :]).lower() in ALIASES:
+                name = ALIASES[(tag[:i] + "/" + tag[i + 1 :]).lower()]
+                break
+    if set(re.split(r"[^a-z]+", run.lower())) & _EVAL_WORDS and name.startswith("train/"):
+        name = "eval/" + name[len("train/") :]
+    return name
+
+
+def read_tensorboard_csv(path: Path, *, aliases: dict[str, str] | None = None) -> list[Run]:
+    """Read TensorBoard's ``Wall time,Step,Value`` export (one metric, named by the file)."""
+    table = parse_csv(path, read_text(path, "TensorBoard CSV export"), "TensorBoard CSV export")
+    lower = {k.lower(): k for k in table.columns}
+    missing = [c for c in ("step", "value") if c not in lower]
+    if missing:
+        raise MalformedRunError(
+            path,
+            f"no numeric {' or '.join(repr(c.title()) for c in missing)} column: not a "
+            f"TensorBoard CSV export; columns: {describe_columns(table)}",
+        )
+    steps, ok, integral = to_steps(table.columns[lower["step"]])
+    if not integral:
+        raise MalformedRunError(path, "the 'Step' column has fractional values")
+    name = tensorboard_csv_metric_name(path, aliases)
+    wall = wall_column(table, ["wall time"])
+    metrics, restarts = build_metrics(table, {lower["value"]: name}, steps, ok, wall)
+    if not metrics:
+        raise MalformedRunError(path, "no point has both a Step and a Value")
+    run = Run(
+        source=str(path),
+        format=TB_FORMAT,
+        name=path.stem,
+        metrics=metrics,
+        warnings=[f"the metric name {name} comes from the file name {path.name!r}"],
+    )
+    return [_finish(run, restarts)]
+
+
+# --------------------------------------------------------------------------------------------
+# Plain CSV / JSON Lines
+# --------------------------------------------------------------------------------------------
+def sniff_plain_csv(path: Path) -> bool:
+    """Any ``.csv``/``.tsv`` file (the reader says what is wrong when it is not a log)."""
+    return path.is_file() and path.suffix.lower() in _CSV_SUFFIXES
+
+
+def sniff_plain_jsonl(path: Path) -> bool:
+    """Any ``.jsonl``/``.ndjson`` file."""
+    return path.is_file() and path.suffix.lower() in _JSONL_SUFFIXES
+
+
+def read_plain_csv(path: Path, *, aliases: dict[str, str] | None = None) -> list[Run]:
+    """Read a CSV/TSV log with a step column."""
+    sep = "\t" if path.suffix.lower() == ".tsv" else ","
+    table = parse_csv(path, read_text(path, "CSV log"), "CSV log", sep=sep)
+    return [_plain_run(path, table, CSV_FORMAT, [], aliases)]
+
+
+def read_plain_jsonl(path: Path, *, aliases: dict[str, str] | None = None) -> list[Run]:
+    """Read a JSON Lines log (one object per line) with a step key."""
+    rows, warnings = json_lines(path, read_text(path, "JSON Lines log"), "JSON Lines log")
+    table = rows_table(flatten(r) for r in rows)
+    return [_plain_run(path, table, JSONL_FORMAT, warnings, aliases)]
+
+
+def _plain_run(
+    path: Path, table: Table, fmt: str, warnings: list[str], aliases: dict[str, str] | None
+) -> Run:
+    step_name = find_column(table, STEP_COLUMNS)
+    if step_name is None:
+        step_name = find_column(table, ["epoch"])
+        if step_name is None:
+            raise MalformedRunError(
+                path,
+                "no step column (looked for " + ", ".join(STEP_COLUMNS) + ", epoch); "
+                f"columns: {describe_columns(table)}",
+            )
+        warnings.append("no step column: steps are the 'epoch' column")
+    wall_name = find_column(table, WALL_COLUMNS)
+    cols = [c for c in table.columns if c not in {step_name, wall_name} and not is_unnamed(c)]
+    if not cols:
+        raise MalformedRunError(
+            path,
+            f"no numeric metric column besides {step_name!r}; columns: {describe_columns(table)}",
+        )
+    steps, ok, integral = to_steps(table.columns[step_name])
+    if not integral:
+        warnings.append(
+            f"the step column {step_name!r} has fractional values: steps are row numbers and "
+            f"{step_name!r} is kept as a metric"
+        )
+        steps = np.arange(table.nrows, dtype=np.int64)
+        ok = np.ones(table.nrows, dtype=bool)
+        cols.append(step_name)
+    counts = {c: table.columns[c].count for c in cols}
+    names, msgs = assign_names(cols, lambda c: canonical_name(c, extra=aliases), counts)
+    warnings.extend(msgs)
+    wall = wall_column(table, [wall_name]) if wall_name else None
+    metrics, restarts = build_metrics(table, names, steps, ok, wall)
+    if not metrics:
+        raise MalformedRunError(path, f"no row has both a {step_name!r} and a metric value")
+    run = Run(source=str(path), format=fmt, name=path.stem, metrics=metrics, warnings=warnings)
+    return _finish(run, restarts)
+
+
+# --------------------------------------------------------------------------------------------
+# Registry
+# --------------------------------------------------------------------------------------------
+LIGHTNING = TableReader(LIGHTNING_FORMAT, sniff_lightning, read_lightning)
+TENSORBOARD_CSV = TableReader(TB_FORMAT, sniff_tensorboard_csv, read_tensorboard_csv)
+PLAIN_CSV = TableReader(CSV_FORMAT, sniff_plain_csv, read_plain_csv)
+PLAIN_JSONL = TableReader(JSONL_FORMAT, sniff_plain_jsonl, read_plain_jsonl)
+#: In sniffing order (the plain readers accept any file with their extension: keep them last).
+READERS = (LIGHTNING, TENSORBOARD_CSV, PLAIN_CSV, PLAIN_JSONL)
+
+
+def sniff(path: Path) -> bool:
+    """True when one of this module's readers recognises ``path``."""
+    return any(r.sniff(path) for r in READERS)
+
+
+def read_all(path: Path, *, aliases: dict[str, str] | None = None) -> list[Run]:
+    """Read a file with the first of this module's readers whose sniff accepts it."""
+    p = Path(path)
+    for reader in READERS:
+        if reader.sniff(p):
+            return reader.read_all(p, aliases=aliases)
+    if not p.exists():
+        raise MalformedRunError(p, "file not found")
+    raise UnrecognizedFormatError(p, "not a CSV or JSON Lines log (.csv, .tsv, .jsonl)")

@@ -1,0 +1,146 @@
+"""Reader for TensorBoard event files: a file, a run folder, or a tree of runs.
+
+Layouts handled: the Trainer's ``runs/<date_host>/`` (one event file per (re)start, merged with
+the later write winning), Keras' ``train/`` and ``validation/`` writers that belong to one run,
+and several runs side by side (each becomes its own run). The Trainer's arguments come from its
+``args/text_summary`` text summary; hparams summaries go to the hyperparameters.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+from curvediag.errors import MalformedRunError
+from curvediag.ingest import _tfevents
+from curvediag.ingest.aliases import canonical_name
+from curvediag.ingest.trainer_args import apply_trainer_config, parse_args_text
+from curvediag.model import Run, RunMeta
+from curvediag.normalize import build_series, choose_primary_eval, infer_loss_series
+
+__all__ = ["FORMAT", "read_all", "sniff"]
+
+FORMAT = "tensorboard"
+_EVAL_DIRS = {"validation", "valid", "val", "eval", "evaluation", "test"}
+_TRAIN_DIRS = {"train", "training"}
+#: End-of-run values the Trainer logs as scalars: they belong to the summary, not the curves.
+_SUMMARY_TAGS = {
+    "train/train_runtime",
+    "train/train_samples_per_second",
+    "train/train_steps_per_second",
+    "train/total_flos",
+    "train/train_loss",
+}
+
+
+def _is_event_file(p: Path) -> bool:
+    return p.name == "events.out.tfevents" or p.name.startswith("events.out.tfevents.")
+
+
+def sniff(path: Path) -> bool:
+    """True for an event file, or a folder with event files in it (at any depth)."""
+    if path.is_file():
+        return _is_event_file(path)
+    if path.is_dir():
+        return bool(_tfevents.iter_event_files(path))
+    return False
+
+
+def _group(files: list[Path]) -> dict[Path, list[tuple[Path, str]]]:
+    """Event files by run folder, with the role ('', 'train' or 'eval') of their writer."""
+    groups: dict[Path, list[tuple[Path, str]]] = defaultdict(list)
+    for f in files:
+        parent = f.parent
+        name = parent.name.lower()
+        if name in _EVAL_DIRS:
+            groups[parent.parent].append((f, "eval"))
+        elif name in _TRAIN_DIRS:
+            groups[parent.parent].append((f, "train"))
+        else:
+            groups[parent].append((f, ""))
+    return groups
+
+
+def _read_group(
+    run_dir: Path, members: list[tuple[Path, str]], aliases: dict[str, str] | None
+) -> Run:
+    steps: dict[str, list[np.ndarray]] = defaultdict(list)
+    values: dict[str, list[np.ndarray]] = defaultdict(list)
+    walls: dict[str, list[np.ndarray]] = defaultdict(list)
+    meta = RunMeta()
+    warnings: list[str] = []
+    texts: dict[str, str] = {}
+    for path, role in members:
+        data = _tfevents.read_event_file(path, warn=False)
+        warnings += data.warnings
+        texts.update(data.texts)
+        for k, v in data.hparams.items():
+            meta.hyperparameters.setdefault(k, v)
+        for tag, col in data.scalars.items():
+            if tag in _SUMMARY_TAGS:
+                if col.values.size:
+                    meta.summary[tag.removeprefix("train/")] = float(col.values[-1])
+                continue
+            namespace = "eval" if role == "eval" else "train"
+            name = canonical_name(tag, namespace=namespace, extra=aliases)
+            if role == "eval" and name.startswith("train/"):
+                name = "eval/" + name.removeprefix("train/")
+            steps[name].append(col.steps)
+            values[name].append(col.values)
+            walls[name].append(col.wall_times)
+    args = texts.get("args/text_summary")
+    if args:
+        apply_trainer_config(meta, parse_args_text(args))
+    if meta.summary:
+        meta.finished = True
+    metrics = {}
+    restarts: set[int] = set()
+    for name in steps:
+        s, r = build_series(
+            name,
+            np.concatenate(steps[name]),
+            np.concatenate(values[name]),
+            np.concatenate(walls[name]),
+        )
+        metrics[name] = s
+        restarts.update(r)
+    if restarts:
+        meta.resumed = True
+        meta.resumed_at_steps = sorted(restarts)
+        warnings.append(
+            "the run was restarted: steps were logged again from step "
+            + ", ".join(map(str, sorted(restarts)))
+            + "; the later writes are kept"
+        )
+    if len(members) > 1:
+        warnings.append(f"merged {len(members)} event files")
+    if not metrics:
+        warnings.append("the event files hold no scalars (only text or other summaries)")
+    run = Run(
+        source=str(run_dir),
+        format=FORMAT,
+        name=run_dir.name or str(run_dir),
+        meta=meta,
+        metrics=metrics,
+        warnings=warnings,
+    )
+    infer_loss_series(run)
+    choose_primary_eval(run)
+    return run
+
+
+def read_all(path: Path, *, aliases: dict[str, str] | None = None) -> list[Run]:
+    """Every run under ``path`` (an event file, a run folder or a tree of runs).
+
+    Raises:
+        MalformedRunError: No event file, or an event file that is not one.
+    """
+    files = [path] if path.is_file() else _tfevents.iter_event_files(path)
+    if not files:
+        raise MalformedRunError(path, "no TensorBoard event files (events.out.tfevents.*) here")
+    runs = []
+    for run_dir, members in sorted(_group(files).items()):
+        runs.append(_read_group(run_dir if path.is_dir() else path.parent, members, aliases))
+    return runs

@@ -1,0 +1,242 @@
+"""Reader for W&B run folders (``wandb/run-*/``, ``wandb/offline-run-*/``) and their binary log.
+
+The metrics of runs made with wandb >= 0.17 live only in the binary ``run-<id>.wandb`` log
+(decoded by :mod:`curvediag.ingest._wandb_log`, no ``wandb`` package needed); older folders
+keep them in ``files/wandb-history.jsonl``. The Trainer's arguments come from the run config.
+With the HF Trainer's W&B integration, ``_step`` counts ``wandb.log`` calls: the training step
+is the logged ``train/global_step``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from curvediag.errors import MalformedRunError
+from curvediag.ingest._wandb_log import read_wandb_log
+from curvediag.ingest.aliases import canonical_name
+from curvediag.ingest.trainer_args import apply_trainer_config
+from curvediag.model import Run, RunMeta
+from curvediag.normalize import build_series, choose_primary_eval, infer_loss_series
+
+__all__ = ["FORMAT", "history_to_run", "read_all", "run_folders", "sniff"]
+
+FORMAT = "wandb-run"
+_RUN_DIR = re.compile(r"^(offline-)?run-\d{8}_\d{6}-.+$")
+_MAGIC = b":W&B"
+_STEP_KEYS = ("train/global_step", "global_step", "trainer/global_step")
+_SUMMARY_KEYS = {
+    "train_runtime",
+    "train_samples_per_second",
+    "train_steps_per_second",
+    "total_flos",
+    "train_loss",
+}
+
+
+def _log_files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.glob("run-*.wandb") if p.is_file())
+
+
+def run_folders(path: Path) -> list[Path]:
+    """W&B run folders at ``path``: the folder itself, or the run folders in it or in ``wandb/``.
+
+    ``latest-run`` (a symlink to one of the others) is skipped, so no run is read twice.
+    """
+    if _log_files(path) or (path / "files" / "wandb-history.jsonl").is_file():
+        return [path]
+    out = []
+    for base in (path, path / "wandb"):
+        if not base.is_dir():
+            continue
+        for child in sorted(base.iterdir()):
+            if child.name == "latest-run" or child.is_symlink():
+                continue
+            if (
+                child.is_dir()
+                and _RUN_DIR.match(child.name)
+                and (_log_files(child) or (child / "files" / "wandb-history.jsonl").is_file())
+            ):
+                out.append(child)
+    return out
+
+
+def sniff(path: Path) -> bool:
+    """True for a ``run-*.wandb`` file or a folder holding W&B run folders."""
+    if path.is_file():
+        try:
+            with path.open("rb") as fh:
+                return fh.read(4) == _MAGIC
+        except OSError:
+            return False
+    return path.is_dir() and bool(run_folders(path))
+
+
+def _numeric(v: Any) -> float | None:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    return float(v)
+
+
+def history_to_run(
+    rows: list[dict[str, object]],
+    *,
+    source: str,
+    name: str,
+    fmt: str,
+    aliases: dict[str, str] | None = None,
+    meta: RunMeta | None = None,
+    warnings: list[str] | None = None,
+) -> Run:
+    """Build a Run from W&B history rows (binary log, ``wandb-history.jsonl`` or a dump).
+
+    The step is ``train/global_step`` when the rows carry it (the HF Trainer), else ``_step``;
+    ``_timestamp`` becomes the wall time; non-numeric values (media, strings) are skipped.
+    """
+    step_key = next((k for k in _STEP_KEYS if any(k in r for r in rows)), "_step")
+    pts: dict[str, tuple[list[int], list[float], list[float]]] = defaultdict(lambda: ([], [], []))
+    meta = meta or RunMeta()
+    for i, row in enumerate(rows):
+        step_v = _numeric(row.get(step_key))
+        if step_v is None:
+            step_v = _numeric(row.get("_step"))
+        if step_v is None or not math.isfinite(step_v):
+            step_v = float(i)
+        wall = _numeric(row.get("_timestamp"))
+        wall_f = math.nan if wall is None else wall
+        for key, value in row.items():
+            if key.startswith("_") or key in _STEP_KEYS:
+                continue
+            num = _numeric(value)
+            if num is None:
+                continue
+            if key.removeprefix("train/") in _SUMMARY_KEYS:
+                # end-of-run values (older Trainer integrations logged them as a history row)
+                meta.summary[key.removeprefix("train/")] = num
+                continue
+            cname = canonical_name(key, namespace="train", extra=aliases)
+            s, v, w = pts[cname]
+            s.append(int(step_v))
+            v.append(num)
+            w.append(wall_f)
+    metrics = {}
+    restarts: set[int] = set()
+    for cname, (s, v, w) in pts.items():
+        series, r = build_series(cname, s, v, w)
+        metrics[cname] = series
+        restarts.update(r)
+    warn = list(warnings or [])
+    if restarts:
+        meta.resumed = True
+        meta.resumed_at_steps = sorted(restarts)
+        warn.append(
+            "the run was resumed: steps were logged again from step "
+            + ", ".join(map(str, sorted(restarts)))
+            + "; the later values are kept"
+        )
+    run = Run(source=source, format=fmt, name=name, meta=meta, metrics=metrics, warnings=warn)
+    infer_loss_series(run)
+    choose_primary_eval(run)
+    return run
+
+
+def _jsonl_rows(path: Path) -> list[dict[str, object]]:
+    """Rows of an old ``wandb-history.jsonl`` (one JSON object per line; bad lines skipped)."""
+    rows: list[dict[str, object]] = []
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise MalformedRunError(path, f"cannot read: {exc.strerror or exc}") from None
+    for line in text.splitlines():
+        try:
+            row = json.loads(line)
+        except (json.JSONDecodeError, RecursionError):
+            continue
+        if isinstance(row, dict):
+            rows.append(row)
+    return rows
+
+
+def _read_config_yaml(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _read_folder(folder: Path, aliases: dict[str, str] | None) -> Run:
+    meta = RunMeta()
+    warnings: list[str] = []
+    rows: list[dict[str, object]] = []
+    name = folder.name
+    logs = _log_files(folder)
+    for log_path in logs:
+        log = read_wandb_log(log_path, warn=False)
+        warnings += log.warnings
+        rows += log.history
+        apply_trainer_config(meta, log.config)
+        meta.summary.update({k: v for k, v in log.summary.items() if _numeric(v) is not None})
+        disp = log.run.get("display_name") or log.run.get("run_id")
+        if isinstance(disp, str) and disp:
+            name = disp
+        code = log.run.get("exit_code")
+        if isinstance(code, int) and code != 0:
+            warnings.append(f"the W&B run exited with code {code} (crashed or killed)")
+            meta.finished = False
+    files = folder / "files"
+    if not logs:
+        rows = _jsonl_rows(files / "wandb-history.jsonl")
+    cfg = _read_config_yaml(files / "config.yaml")
+    if cfg:
+        apply_trainer_config(meta, cfg)
+    if "train_runtime" in meta.summary and meta.finished is None:
+        meta.finished = True
+    if len(logs) > 1:
+        warnings.append(f"merged {len(logs)} run-*.wandb logs (the run was resumed)")
+    run = history_to_run(
+        rows,
+        source=str(logs[0] if len(logs) == 1 else folder),
+        name=name,
+        fmt=FORMAT,
+        aliases=aliases,
+        meta=meta,
+        warnings=warnings,
+    )
+    return run
+
+
+def read_all(path: Path, *, aliases: dict[str, str] | None = None) -> list[Run]:
+    """Every W&B run at ``path`` (a ``run-*.wandb`` file, a run folder, or a ``wandb/`` tree).
+
+    Raises:
+        MalformedRunError: Nothing W&B-shaped is here, or a log is not a W&B log.
+    """
+    if path.is_file():
+        folder = path.parent
+        if path in _log_files(folder) and len(_log_files(folder)) == 1:
+            return [_read_folder(folder, aliases)]
+        log = read_wandb_log(path, warn=False)
+        meta = RunMeta()
+        apply_trainer_config(meta, log.config)
+        return [
+            history_to_run(
+                log.history,
+                source=str(path),
+                name=path.stem.removeprefix("run-"),
+                fmt=FORMAT,
+                aliases=aliases,
+                meta=meta,
+                warnings=log.warnings,
+            )
+        ]
+    folders = run_folders(path)
+    if not folders:
+        raise MalformedRunError(path, "no W&B run folder (run-*/ with a run-*.wandb log) here")
+    return [_read_folder(f, aliases) for f in folders]

@@ -1,0 +1,113 @@
+"""The real-Trainer fixtures: each shows its labelled symptom, healthy ones stay quiet, and the
+three formats the Trainer wrote for the same run give the same diagnosis."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import HF_FIXTURES
+
+import curvediag
+
+SCENARIOS = sorted(p for p in HF_FIXTURES.iterdir() if (p / "label.yaml").is_file())
+HEALTHY = [p for p in SCENARIOS if p.name.startswith("healthy")]
+
+
+def label(folder: Path) -> dict:  # type: ignore[type-arg]
+    data = yaml.safe_load((folder / "label.yaml").read_text())
+    assert isinstance(data, dict)
+    return data
+
+
+def test_there_are_fixtures_for_every_required_scenario() -> None:
+    names = {p.name for p in SCENARIOS}
+    required = {
+        "healthy_cosine",
+        "healthy_linear",
+        "overfit",
+        "nan_filter_on",
+        "nan_filter_off",
+        "lr_too_low",
+        "bad_batch_spike",
+        "clipping_always",
+        "no_warmup_unstable",
+        "eval_shifted",
+    }
+    assert required <= names, sorted(required - names)
+
+
+@pytest.mark.parametrize("folder", SCENARIOS, ids=[p.name for p in SCENARIOS])
+def test_labelled_findings(folder: Path) -> None:
+    lab = label(folder)
+    d = curvediag.diagnose(folder)
+    fired = set(d.finding_ids)
+    assert set(lab["expected_findings"]) <= fired, (fired, str(d))
+    assert not (set(lab.get("must_not_fire") or []) & fired), fired
+
+
+@pytest.mark.parametrize("folder", HEALTHY, ids=[p.name for p in HEALTHY])
+def test_healthy_runs_raise_nothing(folder: Path) -> None:
+    d = curvediag.diagnose(folder)
+    assert d.verdict == "healthy", [(f.rule_id, f.evidence) for f in d.findings]
+    assert d.finding_ids == ["healthy-converged"]
+
+
+def _formats(folder: Path) -> dict[str, Path]:
+    wandb_dirs = sorted((folder / "wandb").glob("offline-run-*"))
+    return {
+        "trainer_state": folder / "trainer_state.json",
+        "tensorboard": folder / "runs",
+        "wandb": wandb_dirs[0] if wandb_dirs else folder / "wandb",
+    }
+
+
+CROSS = [p for p in SCENARIOS if (p / "trainer_state.json").is_file()]
+
+
+@pytest.mark.parametrize("folder", CROSS, ids=[p.name for p in CROSS])
+def test_same_diagnosis_from_each_format(folder: Path) -> None:
+    """trainer_state.json, the event files and the W&B log of one run agree.
+
+    trainer_state.json does not record max_grad_norm (it lives in the Trainer's arguments,
+    which TensorBoard and W&B keep), so it is given the run's value, as a user would with
+    --set features.max_grad_norm=...
+    """
+    mgn = label(folder)["settings"].get("max_grad_norm")
+    results = {}
+    for fmt, path in _formats(folder).items():
+        overrides = {}
+        if fmt == "trainer_state" and mgn:
+            overrides["features.max_grad_norm"] = mgn
+        d = curvediag.diagnose(path, overrides=overrides)
+        results[fmt] = (d.finding_ids, {s.rule_id for s in d.skipped})
+    ids = {fmt: r[0] for fmt, r in results.items()}
+    assert ids["trainer_state"] == ids["tensorboard"] == ids["wandb"], ids
+    skipped = {fmt: r[1] for fmt, r in results.items()}
+    assert skipped["trainer_state"] == skipped["tensorboard"] == skipped["wandb"], skipped
+
+
+@pytest.mark.parametrize("folder", CROSS, ids=[p.name for p in CROSS])
+def test_same_numbers_from_each_format(folder: Path) -> None:
+    runs = {fmt: curvediag.load_run(p) for fmt, p in _formats(folder).items()}
+    ref = runs["trainer_state"].metrics["train/loss"]
+    for fmt in ("tensorboard", "wandb"):
+        s = runs[fmt].metrics["train/loss"]
+        assert s.steps.tolist() == ref.steps.tolist(), fmt
+        # event files store float32
+        finite = [
+            abs(a - b) <= 1e-5 * max(1.0, abs(a))
+            for a, b in zip(ref.values, s.values, strict=True)
+            if a == a
+        ]
+        assert all(finite), fmt
+
+
+def test_folder_merges_the_formats() -> None:
+    run = curvediag.load_run(HF_FIXTURES / "clipping_always")
+    assert run.format == "hf-trainer+tensorboard+wandb-run"
+    assert run.meta.max_grad_norm == 0.1  # from the Trainer's arguments
+    assert run.metrics["train/loss"].wall_time is not None
+    d = curvediag.diagnose(run)
+    assert "grad-clipping-saturated" in d.finding_ids

@@ -1,0 +1,594 @@
+"""The tabular readers: W&B chart export / runs table / history / summary, Lightning metrics.csv,
+TensorBoard CSV export, plain CSV/JSONL. Corpus files (../shared/corpus) when present, small
+hand-written edge cases in tests/data/tables/, and a property test on random/truncated input.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from curvediag.errors import (
+    CurvediagError,
+    MalformedRunError,
+    MissingDependencyError,
+    UnrecognizedFormatError,
+)
+from curvediag.ingest import csv_logs, tables, wandb_tables
+from curvediag.ingest.wandb_tables import apply_trainer_config, split_header
+from curvediag.model import Run, RunMeta
+
+CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
+DATA = Path(__file__).resolve().parent / "data" / "tables"
+PREFIXES = ("wbx_", "wbh_", "wbs_", "pl_", "tbcsv_")
+
+
+def _manifest() -> dict[str, dict[str, str]]:
+    path = CORPUS / "MANIFEST.tsv"
+    if not path.is_file():
+        return {}
+    with path.open(encoding="utf-8", newline="") as fh:
+        return {row["id"]: row for row in csv.DictReader(fh, delimiter="\t")}
+
+
+MANIFEST = _manifest()
+
+
+def _corpus_file(entry: str) -> Path:
+    folder = CORPUS / entry
+    if not folder.is_dir():
+        pytest.skip(f"corpus entry {entry} not present")
+    files = [p for p in folder.iterdir() if p.is_file()]
+    assert len(files) == 1, files
+    return files[0]
+
+
+# --------------------------------------------------------------------------------------------
+# Corpus: (format, number of runs, {metric: points of the first run}, key metric for MANIFEST)
+# --------------------------------------------------------------------------------------------
+EXPECTED: dict[str, tuple[str, int, dict[str, int], str | None]] = {
+    "wbx_diffusion_flowers": ("wandb-csv", 2, {"train/loss": 1170}, "train/loss"),
+    "wbx_multiview_train_loss": ("wandb-csv", 4, {"train/loss": 10}, "train/loss"),
+    "wbx_multiview_val_loss": ("wandb-csv", 4, {"eval/loss": 10}, "eval/loss"),
+    "wbx_rl_microgrid": (
+        "wandb-csv",
+        7,
+        {"train/ray/tune/custom_metrics/energy_cost_mean": 100},
+        None,
+    ),
+    "wbx_snet_gap": ("wandb-csv", 14, {"train/dataset_stats.S100_N30_m3_full.gap_mean": 301}, None),
+    "wbx_chess_nominmax": (
+        "wandb-csv",
+        6,
+        {
+            "train/legal_piece_moves_accuracy": 432,
+            "train/hard_position_accuracy": 432,
+            "train/average_correct_plies": 432,
+        },
+        None,
+    ),
+    "wbx_ea_grouped": ("wandb-csv", 3, {"train/generation": 668}, None),
+    "wbh_nanogpt_base": (
+        "wandb-history",
+        1,
+        {"train/loss": 21, "eval/loss": 21, "train/learning_rate": 21, "train/step_loss": 501},
+        "train/loss",
+    ),
+    "wbh_tts_history": ("wandb-history", 1, {"train/loss": 41, "eval/loss": 8}, "train/loss"),
+    "wbh_spaceinvaders": (
+        "wandb-history",
+        1,
+        {"train/episodic_reward": 98, "train/cumulative_avg_reward": 98},
+        None,
+    ),
+    "wbs_chaos": ("wandb-summary", 1, {"train/loss": 1, "train/grad_norm": 1}, "train/loss"),
+    "wbs_gemma2b": (
+        "wandb-summary",
+        1,
+        {"train/loss": 1, "eval/loss": 1, "train/grad_norm": 1},
+        "train/loss",
+    ),
+    "pl_slm_training": ("lightning-csv", 1, {"train/loss": 2814, "eval/loss": 10}, "train/loss"),
+    "pl_pinn_pendulum": ("lightning-csv", 1, {"train/loss": 1280}, "train/loss"),
+    "pl_probing": ("lightning-csv", 1, {"train/loss": 28}, "train/loss"),
+    "tbcsv_unet_train": ("tensorboard-csv", 1, {"train/loss": 100}, "train/loss"),
+    "tbcsv_unet_valid": ("tensorboard-csv", 1, {"eval/loss": 100}, "eval/loss"),
+}
+
+
+def test_every_corpus_entry_of_these_kinds_is_covered() -> None:
+    if not CORPUS.is_dir():
+        pytest.skip("corpus not present")
+    present = {p.name for p in CORPUS.iterdir() if p.is_dir() and p.name.startswith(PREFIXES)}
+    assert present - set(EXPECTED) - {"wbx_nanogpt_runs_table"} == set()
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("entry", sorted(EXPECTED))
+def test_corpus_file_loads(entry: str) -> None:
+    path = _corpus_file(entry)
+    fmt, n_runs, points, key = EXPECTED[entry]
+    reader = tables.detect(path)
+    assert reader is not None
+    assert fmt == reader.FORMAT
+    runs = tables.read_all(path)
+    assert len(runs) == n_runs
+    assert all(r.format == fmt and r.source == str(path) for r in runs)
+    first = runs[0]
+    for metric, n in points.items():
+        assert len(first.metrics[metric]) == n, metric
+    for run in runs:
+        for name, series in run.metrics.items():
+            # bands and W&B's counter never become metrics
+            assert not name.lower().endswith(("__min", "__max", "/_step")), name
+            assert np.all(np.diff(series.steps) > 0)
+    if key is not None and entry in MANIFEST:
+        assert len(first.metrics[key]) == int(MANIFEST[entry]["n_points"])
+    if entry.startswith("wbx_") and not any(
+        k in first.metrics for k in ("train/loss", "eval/loss")
+    ):
+        assert MANIFEST.get(entry, {}).get("n_points", "0") == "0"
+
+
+@pytest.mark.corpus
+def test_corpus_values() -> None:
+    flowers = tables.read_all(_corpus_file("wbx_diffusion_flowers"))
+    assert [r.name for r in flowers] == [
+        "oxford_flowers102-colu-conv2d",
+        "oxford_flowers102-relu-conv2d",
+    ]
+    assert [len(r.metrics["train/loss"]) for r in flowers] == [1170, 1030]
+    loss = flowers[0].metrics["train/loss"]
+    assert loss.values[0] == pytest.approx(0.185, abs=1e-3)
+    assert loss.values.min() == pytest.approx(0.0126, abs=1e-4)
+
+    (nano,) = tables.read_all(_corpus_file("wbh_nanogpt_base"))
+    train, val = nano.metrics["train/loss"], nano.metrics["eval/loss"]
+    assert train.values[0] == pytest.approx(4.31, abs=0.01)
+    assert train.values[-1] == pytest.approx(0.636, abs=1e-3)
+    assert val.values.min() == pytest.approx(1.47, abs=0.01)
+    assert val.values[-1] == pytest.approx(1.69, abs=0.01)
+    assert train.wall_time is not None and np.all(train.wall_time > 1.7e9)
+    assert not any("sampled" in w for w in nano.warnings)  # 523 rows, every _step
+
+    (slm,) = tables.read_all(_corpus_file("pl_slm_training"))
+    assert slm.metrics["train/loss"].values[0] == pytest.approx(7.63, abs=0.01)
+    assert slm.metrics["eval/loss"].values.min() == pytest.approx(3.57, abs=0.01)
+    assert "train/loss_epoch" in slm.metrics
+
+    (pinn,) = tables.read_all(_corpus_file("pl_pinn_pendulum"))
+    assert pinn.metrics["train/loss"].values[0] == pytest.approx(191.9, abs=0.1)
+
+    (unet,) = tables.read_all(_corpus_file("tbcsv_unet_train"))
+    tl = unet.metrics["train/loss"]
+    assert tl.values[0] == pytest.approx(524.1, abs=0.1) and tl.values.min() == pytest.approx(
+        506.5, abs=0.1
+    )
+    assert tl.wall_time is not None
+
+    micro = tables.read_all(_corpus_file("wbx_rl_microgrid"))
+    assert micro[0].name == "checkpoint: rl_algos/sac_ckpts/dashing-puddle-1030700.ckpt"
+    lengths = sorted(len(next(iter(r.metrics.values()))) for r in micro)
+    assert lengths[0] < 300 and lengths[-1] == 1000
+
+    grouped = tables.read_all(_corpus_file("wbx_ea_grouped"))
+    assert [r.name for r in grouped] == ["algo: UCEA", "algo: MultiEA", "algo: EA"]
+
+
+@pytest.mark.corpus
+def test_corpus_summaries() -> None:
+    (gemma,) = tables.read_all(_corpus_file("wbs_gemma2b"))
+    assert gemma.metrics["train/loss"].values.tolist() == [1.356]  # not the run-average train_loss
+    assert gemma.metrics["train/loss"].steps.tolist() == [68559]
+    assert gemma.meta.global_step == 68559
+    assert gemma.meta.summary["train_loss"] == pytest.approx(1.3753, abs=1e-4)
+    assert "confusion_matrix_table" not in gemma.meta.summary  # a media dict
+    assert not {"train/runtime", "train/total_flos", "train/train_loss"} & gemma.metrics.keys()
+    assert any("only final values" in w for w in gemma.warnings)
+    (chaos,) = tables.read_all(_corpus_file("wbs_chaos"))
+    assert chaos.metrics["train/loss"].values[0] == pytest.approx(4.99e-05, rel=1e-3)
+    assert chaos.metrics["train/grad_norm"].values[0] == pytest.approx(0.299, abs=1e-3)
+
+
+@pytest.mark.corpus
+def test_corpus_summary_agrees_with_trainer_state() -> None:
+    import curvediag
+
+    state = CORPUS / "ts_gemma2b"
+    if not state.is_dir():
+        pytest.skip("ts_gemma2b not present")
+    ts = curvediag.load_run(next(p for p in state.iterdir() if p.is_file()))
+    (wb,) = tables.read_all(_corpus_file("wbs_gemma2b"))
+    assert ts.metrics["train/loss"].values[-1] == pytest.approx(
+        wb.metrics["train/loss"].values[0], rel=1e-3
+    )
+    assert ts.last_step == wb.meta.global_step
+
+
+@pytest.mark.corpus
+def test_corpus_runs_table_is_refused() -> None:
+    path = _corpus_file("wbx_nanogpt_runs_table")
+    assert tables.detect(path) is wandb_tables.CHART_EXPORT
+    with pytest.raises(MalformedRunError, match=r"runs-table export.*not curves") as info:
+        tables.read_all(path)
+    assert str(path) in str(info.value)
+
+
+# --------------------------------------------------------------------------------------------
+# Hand-written edge cases
+# --------------------------------------------------------------------------------------------
+def test_multi_run_export_with_bands_and_staggered_rows() -> None:
+    runs = tables.read_all(DATA / "multi_run_minmax.csv")
+    assert [r.name for r in runs] == ["sweep - a:1", "dashing-puddle-7"]  # ' - ' in a run name
+    a, b = runs
+    assert set(a.metrics) == {"train/loss", "eval/acc.top-1"}
+    assert a.metrics["train/loss"].steps.tolist() == [0, 10, 20, 30, 40]
+    assert a.metrics["eval/acc.top-1"].steps.tolist() == [10, 30]
+    # the shorter run's empty cells are missing, its NaN cell is kept
+    assert b.metrics["train/loss"].steps.tolist() == [0, 10, 20]
+    assert math.isnan(b.metrics["train/loss"].values[1])
+    assert not any("group" in w for w in a.warnings)  # MIN == MAX == value: a single run
+
+
+def test_split_header_rules() -> None:
+    cells = [
+        "checkpoint: rl_algos/sac_ckpts/dashing-puddle-1030700.ckpt - _step",
+        "checkpoint: rl_algos/sac_ckpts/dashing-puddle-1030700.ckpt - a/b.c__MAX",
+        "x - y - z",
+        "no separator",
+    ]
+    assert split_header(cells) == [
+        ("checkpoint: rl_algos/sac_ckpts/dashing-puddle-1030700.ckpt", "_step", "value"),
+        ("checkpoint: rl_algos/sac_ckpts/dashing-puddle-1030700.ckpt", "a/b.c", "max"),
+        ("x", "y - z", "value"),
+        None,
+    ]
+
+
+def test_unquoted_export_without_bands() -> None:
+    runs = tables.read_all(DATA / "unquoted_nominmax.csv")
+    assert [r.name for r in runs] == ["run-a", "run-b"]
+    assert runs[0].metrics["eval/loss"].steps.tolist() == [150, 200]
+    assert runs[1].metrics["eval/loss"].values.tolist() == [0.9, 0.8, 0.75]
+    assert "train/legal_piece_moves_accuracy" in runs[1].metrics
+
+
+def test_grouped_export_warns_that_points_aggregate_runs() -> None:
+    (run,) = tables.read_all(DATA / "grouped.csv")
+    assert run.name == "algo: EA"
+    assert run.metrics["train/generation"].values.tolist() == [1.5, 2.5, 3.5]
+    assert any("group of runs" in w for w in run.warnings)
+
+
+def test_runs_table_is_refused() -> None:
+    with pytest.raises(MalformedRunError, match="runs-table export"):
+        tables.read_all(DATA / "runs_table.csv")
+
+
+def test_x_axis_that_is_not_a_step_uses_the_runs_step(tmp_path: Path) -> None:
+    p = tmp_path / "export.csv"
+    p.write_text(
+        "Relative Time (Process),r1 - _step,r1 - loss,r2 - loss\n"
+        "0.5,0,2.0,3.0\n1.5,5,1.5,\n2.5,10,1.0,2.0\n",
+        encoding="utf-8",
+    )
+    r1, r2 = tables.read_all(p)
+    assert r1.metrics["train/loss"].steps.tolist() == [0, 5, 10]
+    assert r2.metrics["train/loss"].steps.tolist() == [0, 1]  # no _step: point numbers
+    assert any("point numbers" in w for w in r2.warnings)
+
+
+def test_sparse_history_csv_with_index_column_and_hf_global_step() -> None:
+    (run,) = tables.read_all(DATA / "history_sparse.csv")
+    assert run.format == "wandb-history" and run.name == "history_sparse"
+    loss = run.metrics["train/loss"]
+    assert loss.steps.tolist() == [10, 20, 30, 40]  # train/global_step, not _step
+    assert loss.values[2] == math.inf
+    assert loss.wall_time is not None and loss.wall_time[0] == 1700000000.5
+    assert run.metrics["eval/loss"].steps.tolist() == [20, 40]
+    assert not any(k.startswith(("train/_", "train/Unnamed", "train/media")) for k in run.metrics)
+    assert "train/global_step" not in run.metrics
+
+
+def _history(rows: int, steps: list[int]) -> str:
+    lines = ["_step,_runtime,loss"]
+    lines += [f"{s},{i * 0.5},{3.0 / (1 + i)}" for i, s in enumerate(steps[:rows])]
+    return "\n".join(lines) + "\n"
+
+
+def test_sampled_history_dump_is_flagged(tmp_path: Path) -> None:
+    rng = np.random.default_rng(0)
+    steps = np.sort(rng.choice(np.arange(1, 20000), size=499, replace=False)).tolist()
+    p = tmp_path / "history.csv"
+    p.write_text(_history(500, [0, *steps]), encoding="utf-8")
+    (run,) = tables.read_all(p)
+    assert len(run.metrics["train/loss"]) == 500
+    assert any("looks sampled" in w for w in run.warnings)
+    full = tmp_path / "full.csv"
+    full.write_text(_history(500, list(range(0, 5000, 10))), encoding="utf-8")
+    (run,) = tables.read_all(full)
+    assert not any("sampled" in w for w in run.warnings)
+
+
+def test_history_jsonl_with_media_nan_and_truncated_line() -> None:
+    (run,) = tables.read_all(DATA / "history_media.jsonl")
+    assert run.format == "wandb-history"
+    assert set(run.metrics) == {
+        "train/episodic_reward",
+        "train/cumulative_avg_reward",
+        "train/loss",
+        "train/nested/grad_norm",
+    }
+    assert math.isnan(run.metrics["train/loss"].values[1])
+    assert run.metrics["train/nested/grad_norm"].values.tolist() == [1.5, math.inf]
+    assert any("looks truncated" in w for w in run.warnings)
+
+
+def test_history_in_run_folder_reads_config_and_summary(tmp_path: Path) -> None:
+    files = tmp_path / "run-20200218_000000-abcd1234" / "files"
+    files.mkdir(parents=True)
+    (files / "wandb-history.jsonl").write_text(
+        '{"loss": 2.0, "_step": 0}\n{"loss": 1.0, "_step": 1}\n', encoding="utf-8"
+    )
+    (files / "config.yaml").write_text(
+        "learning_rate:\n  desc: null\n  value: 0.001\n", encoding="utf-8"
+    )
+    (files / "wandb-summary.json").write_text('{"loss": 1.0, "_step": 1}', encoding="utf-8")
+    assert tables.detect(files.parent) is wandb_tables.HISTORY
+    assert not wandb_tables.SUMMARY.sniff(files.parent)  # the history wins
+    (run,) = tables.read_all(files.parent)
+    assert run.name == "run-20200218_000000-abcd1234"
+    assert run.meta.learning_rate == 0.001 and run.meta.summary == {"loss": 1.0, "_step": 1}
+
+
+def test_summary_folder_with_config() -> None:
+    folder = DATA / "wandb_run"
+    assert tables.detect(folder) is wandb_tables.SUMMARY
+    (run,) = tables.read_all(folder)
+    assert run.format == "wandb-summary" and run.name == "wandb_run"
+    assert all(len(s) == 1 and s.steps[0] == 600 for s in run.metrics.values())
+    assert run.metrics["train/loss"].values[0] == 1.356
+    assert math.isnan(run.metrics["train/grad_norm"].values[0])
+    assert "train/accuracy/top1" in run.metrics
+    assert run.meta.summary["train_loss"] == 1.375 and "confusion" not in run.meta.summary
+    assert run.meta.global_step == 600 and run.meta.epoch == 3.0
+    m = run.meta
+    assert (m.learning_rate, m.max_grad_norm, m.warmup_ratio, m.warmup_steps) == (
+        0.0002,
+        1.0,
+        0.03,
+        0,
+    )
+    assert (m.train_batch_size, m.gradient_accumulation_steps, m.lr_scheduler_type) == (
+        4,
+        8,
+        "cosine",
+    )
+    assert m.max_steps is None and m.eval_steps is None  # -1 and null mean unset
+    assert (m.logging_steps, m.save_steps, m.num_train_epochs) == (10.0, 500.0, 3.0)
+    assert m.logging_nan_inf_filter is True
+    assert m.hyperparameters["model_type"] == "gemma" and "_wandb" not in m.hyperparameters
+    assert any("only final values" in w for w in run.warnings)
+
+
+def test_summary_folder_with_binary_log_is_left_to_that_reader(tmp_path: Path) -> None:
+    (tmp_path / "files").mkdir()
+    (tmp_path / "files" / "wandb-summary.json").write_text("{}", encoding="utf-8")
+    (tmp_path / "run-abc.wandb").write_bytes(b":W&B\xe1\xbe\x00")
+    assert not wandb_tables.SUMMARY.sniff(tmp_path)
+
+
+def test_apply_trainer_config() -> None:
+    meta = RunMeta(max_steps=1000, learning_rate=0.1)
+    apply_trainer_config(
+        meta,
+        {
+            "max_steps": 50,
+            "learning_rate": 0.001,
+            "lr_scheduler_type": "SchedulerType.LINEAR",
+            "per_device_train_batch_size": "8",  # not a number: ignored
+            "train_batch_size": 16,
+            "gradient_accumulation_steps": 0,  # invalid: ignored
+            "warmup_ratio": 1.5,  # invalid: ignored
+            "max_grad_norm": {"value": 0.5, "desc": None},
+            "logging_nan_inf_filter": "yes",  # not a bool: ignored
+            "_wandb": {"value": {}},
+        },
+    )
+    assert meta.max_steps == 1000 and meta.learning_rate == 0.1  # already set: kept
+    assert meta.lr_scheduler_type == "linear" and meta.train_batch_size == 16
+    assert meta.gradient_accumulation_steps is None and meta.warmup_ratio is None
+    assert meta.max_grad_norm == 0.5 and meta.logging_nan_inf_filter is None
+    assert meta.hyperparameters["max_steps"] == 50 and "_wandb" not in meta.hyperparameters
+    apply_trainer_config(meta, {"max_steps": 50}, overwrite=True)
+    assert meta.max_steps == 50
+
+
+def test_lightning_step_epoch_pairs() -> None:
+    (run,) = tables.read_all(DATA / "metrics.csv")
+    assert run.format == "lightning-csv"
+    assert run.metrics["train/loss"].values.tolist() == [2.0, 1.8, 1.6, 1.5]  # *_step
+    assert run.metrics["train/loss_epoch"].steps.tolist() == [19, 39]
+    assert run.metrics["eval/loss"].values.tolist() == [1.92, 1.7]  # val_loss_epoch
+    assert "eval/loss_step" in run.metrics
+    assert "train/learning_rate" in run.metrics and run.meta.epoch == 1.0
+    assert not run.meta.resumed
+
+
+def test_tensorboard_csv_names_come_from_the_file_name(tmp_path: Path) -> None:
+    (val,) = tables.read_all(DATA / "run-validation-tag-epoch_loss.csv")
+    assert set(val.metrics) == {"eval/loss"} and val.format == "tensorboard-csv"
+    (tr,) = tables.read_all(DATA / "run-.-tag-Loss_train.csv")
+    assert set(tr.metrics) == {"train/loss"}
+    p = tmp_path / "accuracy.csv"
+    p.write_text("Wall time,Step,Value\n1.0,1,0.5\n", encoding="utf-8")
+    (acc,) = tables.read_all(p)
+    assert set(acc.metrics) == {"train/accuracy"}
+    (custom,) = tables.read_all(p, aliases={"accuracy": "eval/accuracy"})
+    assert set(custom.metrics) == {"eval/accuracy"}
+
+
+def test_plain_jsonl_and_csv() -> None:
+    (j,) = tables.read_all(DATA / "plain.jsonl")
+    assert j.format == "jsonl"
+    assert j.metrics["train/loss"].steps.tolist() == [0, 100, 200]
+    assert j.metrics["eval/loss"].values.tolist() == [2.2]
+    assert j.metrics["train/learning_rate"].wall_time is not None
+    (c,) = tables.read_all(DATA / "plain_epoch.csv")
+    assert c.format == "csv" and set(c.metrics) == {"train/loss", "eval/loss", "train/accuracy"}
+    assert any("'epoch' column" in w for w in c.warnings)
+
+
+def test_read_of_a_multi_run_file_returns_the_first_with_a_warning() -> None:
+    run = wandb_tables.CHART_EXPORT.read(DATA / "multi_run_minmax.csv")
+    assert isinstance(run, Run) and run.name == "sweep - a:1"
+    assert any("holds 2 runs" in w for w in run.warnings)
+
+
+@pytest.mark.parametrize(
+    ("name", "pattern"),
+    [
+        ("empty.csv", "file is empty"),
+        ("garbage.csv", "binary data"),
+        ("header_only.csv", "no data rows"),
+        ("no_step.csv", "no step column"),
+        ("text_only.csv", "no numeric metric"),
+        ("json_named.csv", "looks like JSON"),
+        ("csv_named.jsonl", "not JSON"),
+        ("runs_table.csv", "runs-table"),
+    ],
+)
+def test_bad_files_raise_clear_errors(name: str, pattern: str) -> None:
+    path = DATA / name
+    with pytest.raises(MalformedRunError, match=pattern) as info:
+        tables.read_all(path)
+    assert str(path) in str(info.value)
+
+
+def test_unknown_and_missing_files(tmp_path: Path) -> None:
+    with pytest.raises(MalformedRunError, match="not found"):
+        tables.read_all(tmp_path / "nope.csv")
+    odd = tmp_path / "log.bin"
+    odd.write_bytes(b"\x00\x01")
+    with pytest.raises(UnrecognizedFormatError):
+        tables.read_all(odd)
+    for reader in tables.READERS:
+        with pytest.raises(CurvediagError):
+            reader.read_all(tmp_path / "nope.csv")
+
+
+def test_non_utf8_text(tmp_path: Path) -> None:
+    p = tmp_path / "latin1.csv"
+    p.write_bytes("step,loss\n1,2\n# caf\xe9\n".encode("latin-1"))
+    with pytest.raises(MalformedRunError, match="not UTF-8"):
+        tables.read_all(p)
+
+
+def test_permission_denied(monkeypatch: pytest.MonkeyPatch) -> None:
+    def deny(self: Path) -> bytes:
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.setattr(Path, "read_bytes", deny)
+    with pytest.raises(MalformedRunError, match="permission denied"):
+        tables.read_all(DATA / "plain_epoch.csv")
+
+
+def test_parquet_without_pyarrow_names_the_extra(tmp_path: Path) -> None:
+    p = tmp_path / "history.parquet"
+    p.write_bytes(b"PAR1 not really")
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        with pytest.raises(MissingDependencyError, match="pyarrow"):
+            tables.read_all(p)
+    else:
+        with pytest.raises(MalformedRunError):
+            tables.read_all(p)
+
+
+def test_parquet_roundtrip_when_pyarrow_is_installed(tmp_path: Path) -> None:
+    pytest.importorskip("pyarrow")
+    import pandas as pd
+
+    p = tmp_path / "history.parquet"
+    pd.DataFrame(
+        {"_step": [0, 1, 2], "loss": [2.0, None, float("nan")], "_timestamp": [1.0, 2.0, 3.0]}
+    ).to_parquet(p)
+    (run,) = tables.read_all(p)
+    assert run.metrics["train/loss"].steps.tolist()[0] == 0
+
+
+# --------------------------------------------------------------------------------------------
+# Property test: nothing but curvediag errors escapes
+# --------------------------------------------------------------------------------------------
+#: (reader, file names to try it under)
+TARGETS = [
+    (wandb_tables.CHART_EXPORT, ["wandb_export.csv"]),
+    (wandb_tables.HISTORY, ["history.csv", "wandb-history.jsonl", "history.parquet"]),
+    (wandb_tables.SUMMARY, ["wandb-summary.json"]),
+    (csv_logs.LIGHTNING, ["metrics.csv"]),
+    (csv_logs.TENSORBOARD_CSV, ["train_loss.csv"]),
+    (csv_logs.PLAIN_CSV, ["log.csv", "log.tsv"]),
+    (csv_logs.PLAIN_JSONL, ["log.jsonl"]),
+]
+CASES = [(reader, name) for reader, names in TARGETS for name in names]
+
+
+def _sources() -> list[Path]:
+    out = sorted(p for p in DATA.rglob("*") if p.is_file() and p.stat().st_size > 0)
+    if CORPUS.is_dir():
+        for folder in sorted(CORPUS.iterdir()):
+            if folder.is_dir() and folder.name.startswith(PREFIXES):
+                out += [p for p in folder.iterdir() if p.is_file() and p.stat().st_size < 40_000]
+    return out
+
+
+SOURCES = _sources()
+
+
+def _check(data: bytes, name: str, reader: object) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / name
+        path.write_bytes(data)
+        assert isinstance(tables.sniff(path), bool)
+        for r in [reader, *tables.READERS]:
+            assert isinstance(r, tables.TableReader)
+            try:
+                runs = r.read_all(path)
+            except CurvediagError:
+                continue
+            assert isinstance(runs, list) and runs
+            assert all(isinstance(run, Run) for run in runs)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.binary(max_size=600), case=st.sampled_from(CASES))
+def test_random_bytes_raise_only_curvediag_errors(
+    data: bytes, case: tuple[tables.TableReader, str]
+) -> None:
+    reader, name = case
+    _check(data, name, reader)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    source=st.sampled_from(SOURCES),
+    cut=st.floats(min_value=0.0, max_value=1.0),
+    flip=st.one_of(st.none(), st.tuples(st.floats(0.0, 1.0), st.integers(0, 255))),
+)
+def test_truncated_and_damaged_files_raise_only_curvediag_errors(
+    source: Path, cut: float, flip: tuple[float, int] | None
+) -> None:
+    raw = bytearray(source.read_bytes())
+    raw = raw[: int(len(raw) * cut)]
+    if flip is not None and raw:
+        raw[min(int(len(raw) * flip[0]), len(raw) - 1)] = flip[1]
+    for reader, names in TARGETS:
+        _check(bytes(raw), source.name if source.name else names[0], reader)
