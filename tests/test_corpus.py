@@ -45,3 +45,42 @@ def test_healthy_or_rl_runs_get_no_warning(name: str) -> None:
     """RL objectives (negative or exactly-zero losses) and healthy runs stay quiet."""
     d = curvediag.diagnose(CORPUS / name)
     assert d.verdict == "healthy", [f.rule_id for f in d.findings]
+
+
+ALL = corpus_files("")
+NOT_A_CURVE = {"wbx_nanogpt_runs_table"}  # a W&B runs-table export: one row per run
+
+
+@pytest.mark.parametrize("folder", ALL, ids=[p.name for p in ALL])
+def test_every_corpus_file_loads_and_gets_a_diagnosis(folder: Path) -> None:
+    from curvediag.ingest import load_runs
+
+    if folder.name in NOT_A_CURVE:
+        with pytest.raises(curvediag.MalformedRunError, match="runs-table export"):
+            load_runs(folder)
+        return
+    runs = load_runs(folder)
+    assert runs
+    for run in runs:
+        d = curvediag.diagnose(run)
+        assert d.rules_evaluated == len(curvediag.load_rules())
+        str(d)
+
+
+SAME_RUN = [("ts_lain", "tb_hf_lain"), ("ts_gemma2b", "wbs_gemma2b")]
+
+
+@pytest.mark.parametrize(("a", "b"), SAME_RUN)
+def test_same_run_in_two_formats_agrees(a: str, b: str) -> None:
+    ra, rb = curvediag.load_run(CORPUS / a), curvediag.load_run(CORPUS / b)
+    la, lb = ra.metrics["train/loss"], rb.metrics["train/loss"]
+    if rb.format == "wandb-summary":  # final values only: the last logged loss
+        assert abs(la.values[-1] - lb.values[-1]) < 1e-4 * max(1, abs(lb.values[-1]))
+        assert rb.metrics["train/loss"].steps[-1] == ra.meta.global_step
+        return
+    shared = 0
+    for step, value in zip(lb.steps, lb.values, strict=True):
+        if step in la.steps:
+            shared += 1
+            assert abs(la.values[list(la.steps).index(step)] - value) < 1e-4 * max(1, abs(value))
+    assert shared >= 1

@@ -22,7 +22,8 @@ from curvediag.errors import (
     UnrecognizedFormatError,
 )
 from curvediag.ingest import csv_logs, tables, wandb_tables
-from curvediag.ingest.wandb_tables import apply_trainer_config, split_header
+from curvediag.ingest.trainer_args import apply_trainer_config
+from curvediag.ingest.wandb_tables import split_header
 from curvediag.model import Run, RunMeta
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"

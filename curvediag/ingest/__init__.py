@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from types import ModuleType
+from typing import Any
 
 import numpy as np
 
@@ -23,18 +23,35 @@ __all__ = ["FORMATS", "detect_format", "load_run", "load_runs", "merge_runs"]
 Aliases = dict[str, str] | None
 
 
-def _modules() -> dict[str, ModuleType]:
-    from curvediag.ingest import hf_trainer, tensorboard, wandb_run
+def _modules() -> dict[str, Any]:
+    """Format name -> reader (a module or object with ``sniff`` and ``read``/``read_all``),
+    in the order detection tries them."""
+    from curvediag.ingest import hf_trainer, tables, tensorboard, wandb_run
 
-    return {
+    readers: dict[str, Any] = {
         hf_trainer.FORMAT: hf_trainer,
         tensorboard.FORMAT: tensorboard,
         wandb_run.FORMAT: wandb_run,
     }
+    readers.update(tables.FORMATS)
+    return readers
 
 
 #: Format names, in the order they are tried.
-FORMATS = ("hf-trainer", "tensorboard", "wandb-run")
+FORMATS = (
+    "hf-trainer",
+    "tensorboard",
+    "wandb-run",
+    "wandb-csv",
+    "wandb-history",
+    "lightning-csv",
+    "tensorboard-csv",
+    "wandb-summary",
+    "csv",
+    "jsonl",
+)
+#: Formats that describe a whole folder; several of them in one folder are one run.
+_FOLDER_FORMATS = ("hf-trainer", "tensorboard", "wandb-run")
 
 
 def _reader(fmt: str) -> Callable[[Path, Aliases], list[Run]]:
@@ -107,11 +124,11 @@ def load_runs(
         return _call(p, detect_format(p), aliases)
     mods = _modules()
     try:
-        found = [name for name, mod in mods.items() if mod.sniff(p)]
+        found = [name for name in _FOLDER_FORMATS if mods[name].sniff(p)]
+        if not found:
+            return _load_log_files(p, aliases)
     except PermissionError:
         raise MalformedRunError(p, "permission denied") from None
-    if not found:
-        detect_format(p)  # raises the explanatory error
     groups = [_call(p, fmt, aliases) for fmt in found]
     if "hf-trainer" in found:
         primary = groups[0][0]
@@ -120,6 +137,23 @@ def load_runs(
     if len(groups) == 2 and all(len(g) == 1 for g in groups):
         return [merge_runs(groups[0][0], [groups[1][0]])]
     return [r for g in groups for r in g]
+
+
+def _load_log_files(folder: Path, aliases: Aliases) -> list[Run]:
+    """The runs in the log files directly inside ``folder`` (a CSV export, a metrics.csv...)."""
+    mods = _modules()
+    for name in FORMATS:
+        if name not in _FOLDER_FORMATS and mods[name].sniff(folder):
+            return _call(folder, name, aliases)
+    files = sorted(f for f in folder.iterdir() if f.is_file() and not f.name.startswith("."))
+    runs: list[Run] = []
+    for f in files:
+        fmt = next((n for n in FORMATS if n not in _FOLDER_FORMATS and mods[n].sniff(f)), None)
+        if fmt is not None:
+            runs += _call(f, fmt, aliases)
+    if not runs:
+        detect_format(folder)  # raises the explanatory error
+    return runs
 
 
 def load_run(

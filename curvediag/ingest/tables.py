@@ -14,7 +14,8 @@ from pathlib import Path
 from curvediag.errors import MalformedRunError, UnrecognizedFormatError
 from curvediag.ingest import csv_logs, wandb_tables
 from curvediag.ingest._tabular import TableReader
-from curvediag.ingest.wandb_tables import apply_trainer_config, read_wandb_config
+from curvediag.ingest.trainer_args import apply_trainer_config
+from curvediag.ingest.wandb_tables import read_wandb_config
 from curvediag.model import Run
 
 __all__ = [

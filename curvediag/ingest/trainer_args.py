@@ -8,45 +8,14 @@ binary ``run-*.wandb`` log). The keys are the same everywhere.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from typing import Any
 
+from curvediag.ingest._tabular import number
 from curvediag.model import RunMeta
 
 __all__ = ["apply_trainer_config", "parse_args_text", "unwrap_wandb_config"]
-
-_INT = {
-    "max_steps": "max_steps",
-    "gradient_accumulation_steps": "gradient_accumulation_steps",
-    "world_size": "world_size",
-}
-_FLOAT = {
-    "max_grad_norm": "max_grad_norm",
-    "learning_rate": "learning_rate",
-    "num_train_epochs": "num_train_epochs",
-    "logging_steps": "logging_steps",
-    "eval_steps": "eval_steps",
-    "save_steps": "save_steps",
-    "warmup_ratio": "warmup_ratio",
-}
-
-
-def _num(v: Any) -> float | None:
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return None
-    return float(v)
-
-
-def unwrap_wandb_config(config: Mapping[str, Any]) -> dict[str, Any]:
-    """Remove W&B's ``{key: {value: ..., desc: ...}}`` nesting and its private keys."""
-    out: dict[str, Any] = {}
-    for k, v in config.items():
-        if k.startswith("_wandb") or k == "wandb_version":
-            continue
-        if isinstance(v, Mapping) and "value" in v and set(v) <= {"value", "desc"}:
-            v = v["value"]
-        out[str(k)] = v
-    return out
 
 
 def parse_args_text(text: str) -> dict[str, Any]:
@@ -58,49 +27,89 @@ def parse_args_text(text: str) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
+def unwrap_wandb_config(config: Mapping[str, Any]) -> dict[str, Any]:
+    """W&B's ``{key: {"value": v, "desc": ...}}`` nesting removed; ``_wandb`` keys dropped."""
+    out: dict[str, Any] = {}
+    for key, value in config.items():
+        k = str(key)
+        if k in {"_wandb", "wandb_version"}:
+            continue
+        if isinstance(value, dict) and "value" in value and set(value) <= {"value", "desc"}:
+            value = value["value"]
+        out[k] = value
+    return out
+
+
+def _as_int(v: Any, minimum: int) -> int | None:
+    num = number(v)
+    if num is None or not math.isfinite(num) or num != math.floor(num) or num < minimum:
+        return None
+    return int(num)
+
+
+def _as_float(v: Any, minimum: float, strict: bool = False) -> float | None:
+    num = number(v)
+    if num is None or not math.isfinite(num) or num < minimum or (strict and num <= minimum):
+        return None
+    return num
+
+
+def _scheduler(v: Any) -> str | None:
+    if not isinstance(v, str) or not v.strip():
+        return None
+    s = v.strip()
+    if s.startswith("SchedulerType."):  # str(enum) in some transformers versions
+        s = s.split(".", 1)[1]
+    return s.lower()
+
+
 def apply_trainer_config(
     meta: RunMeta, config: Mapping[str, Any], *, overwrite: bool = False
 ) -> None:
-    """Copy the Trainer arguments found in ``config`` onto ``meta``.
+    """Fill ``meta`` from a run's config (the HF Trainer's ``TrainingArguments`` keys).
 
-    All keys go to ``meta.hyperparameters``; the ones rules use (``max_grad_norm``, warmup,
-    learning rate, batch size, ...) also to their ``RunMeta`` fields. Fields already set are
-    kept unless ``overwrite``.
+    Works for any source of those keys: W&B's ``config.yaml`` (its ``{value: ..., desc: ...}``
+    nesting is removed here), the Trainer's arguments text summary in TensorBoard, the config
+    records of a ``run-*.wandb`` file. Known keys set ``max_grad_norm``, ``warmup_steps``,
+    ``warmup_ratio``, ``learning_rate``, ``lr_scheduler_type``, ``train_batch_size`` (from
+    ``per_device_train_batch_size``, else ``train_batch_size``), ``gradient_accumulation_steps``,
+    ``logging_steps``, ``eval_steps``, ``save_steps``, ``max_steps`` (the Trainer's -1 means
+    unset), ``num_train_epochs`` and ``logging_nan_inf_filter``; invalid values are ignored.
+    The whole (unwrapped) config is merged into ``meta.hyperparameters``.
+
+    Args:
+        meta: Updated in place.
+        config: The config mapping.
+        overwrite: Replace fields (and hyperparameters) that are already set; by default only
+            missing ones are filled, so values a Trainer state already gave win.
     """
     cfg = unwrap_wandb_config(config)
-    for k, v in cfg.items():
-        if overwrite or k not in meta.hyperparameters:
-            meta.hyperparameters[k] = v
 
     def put(field: str, value: Any) -> None:
-        if value is None:
-            return
-        if overwrite or getattr(meta, field) is None:
+        if value is not None and (overwrite or getattr(meta, field) is None):
             setattr(meta, field, value)
 
-    for key, field in _INT.items():
-        v = _num(cfg.get(key))
-        if v is not None and v > 0:
-            put(field, int(v))
-    for key, field in _FLOAT.items():
-        v = _num(cfg.get(key))
-        if v is not None and v > 0:
-            put(field, v)
-    warm = _num(cfg.get("warmup_steps"))
-    if warm is not None and warm > 0:
+    put("max_grad_norm", _as_float(cfg.get("max_grad_norm"), 0.0))
+    warm = _as_float(cfg.get("warmup_steps"), 0.0)
+    if warm is not None and 0 < warm < 1:
         # transformers >= 5 folds warmup_ratio into warmup_steps: a value below 1 is a ratio
-        if warm < 1:
-            put("warmup_ratio", warm)
-        else:
-            put("warmup_steps", int(warm))
-    elif warm == 0 and _num(cfg.get("warmup_ratio")) in (None, 0.0):
-        put("warmup_steps", 0)
-    bs = _num(cfg.get("per_device_train_batch_size", cfg.get("train_batch_size")))
-    if bs is not None and bs > 0:
-        put("train_batch_size", int(bs))
-    sched = cfg.get("lr_scheduler_type")
-    if isinstance(sched, str):
-        put("lr_scheduler_type", sched.removeprefix("SchedulerType."))
-    flt = cfg.get("logging_nan_inf_filter")
-    if isinstance(flt, bool):
-        put("logging_nan_inf_filter", flt)
+        put("warmup_ratio", warm)
+    else:
+        put("warmup_steps", _as_int(cfg.get("warmup_steps"), 0))
+    ratio = _as_float(cfg.get("warmup_ratio"), 0.0)
+    put("warmup_ratio", ratio if ratio is not None and ratio <= 1.0 else None)
+    put("learning_rate", _as_float(cfg.get("learning_rate"), 0.0))
+    put("lr_scheduler_type", _scheduler(cfg.get("lr_scheduler_type")))
+    batch = _as_int(cfg.get("per_device_train_batch_size"), 1)
+    put("train_batch_size", batch if batch is not None else _as_int(cfg.get("train_batch_size"), 1))
+    put("gradient_accumulation_steps", _as_int(cfg.get("gradient_accumulation_steps"), 1))
+    for key in ("logging_steps", "eval_steps", "save_steps"):
+        put(key, _as_float(cfg.get(key), 0.0, strict=True))
+    put("max_steps", _as_int(cfg.get("max_steps"), 1))
+    put("world_size", _as_int(cfg.get("world_size"), 1))
+    put("num_train_epochs", _as_float(cfg.get("num_train_epochs"), 0.0, strict=True))
+    nan_filter = cfg.get("logging_nan_inf_filter")
+    put("logging_nan_inf_filter", nan_filter if isinstance(nan_filter, bool) else None)
+    for key, value in cfg.items():
+        if overwrite or key not in meta.hyperparameters:
+            meta.hyperparameters[key] = value

@@ -63,6 +63,7 @@ from curvediag.ingest._tabular import (
 )
 from curvediag.ingest._tabular import finish_run as _finish
 from curvediag.ingest.aliases import canonical_name
+from curvediag.ingest.trainer_args import apply_trainer_config, unwrap_wandb_config
 from curvediag.model import Run, RunMeta, Series
 
 __all__ = [
@@ -71,11 +72,9 @@ __all__ = [
     "HISTORY",
     "READERS",
     "SUMMARY",
-    "apply_trainer_config",
     "read_all",
     "read_wandb_config",
     "sniff",
-    "unwrap_config",
     "wandb_metric_name",
 ]
 
@@ -124,88 +123,6 @@ def wandb_metric_name(raw: str, aliases: Mapping[str, str] | None = None) -> str
     return canonical_name(key, extra=aliases)
 
 
-def unwrap_config(config: Mapping[str, Any]) -> dict[str, Any]:
-    """W&B's ``{key: {"value": v, "desc": ...}}`` nesting removed; ``_wandb`` keys dropped."""
-    out: dict[str, Any] = {}
-    for key, value in config.items():
-        k = str(key)
-        if k in {"_wandb", "wandb_version"}:
-            continue
-        if isinstance(value, dict) and "value" in value and set(value) <= {"value", "desc"}:
-            value = value["value"]
-        out[k] = value
-    return out
-
-
-def _as_int(v: Any, minimum: int) -> int | None:
-    num = number(v)
-    if num is None or not math.isfinite(num) or num != math.floor(num) or num < minimum:
-        return None
-    return int(num)
-
-
-def _as_float(v: Any, minimum: float, strict: bool = False) -> float | None:
-    num = number(v)
-    if num is None or not math.isfinite(num) or num < minimum or (strict and num <= minimum):
-        return None
-    return num
-
-
-def _scheduler(v: Any) -> str | None:
-    if not isinstance(v, str) or not v.strip():
-        return None
-    s = v.strip()
-    if s.startswith("SchedulerType."):  # str(enum) in some transformers versions
-        s = s.split(".", 1)[1]
-    return s.lower()
-
-
-def apply_trainer_config(
-    meta: RunMeta, config: Mapping[str, Any], *, overwrite: bool = False
-) -> None:
-    """Fill ``meta`` from a run's config (the HF Trainer's ``TrainingArguments`` keys).
-
-    Works for any source of those keys: W&B's ``config.yaml`` (its ``{value: ..., desc: ...}``
-    nesting is removed here), the Trainer's arguments text summary in TensorBoard, the config
-    records of a ``run-*.wandb`` file. Known keys set ``max_grad_norm``, ``warmup_steps``,
-    ``warmup_ratio``, ``learning_rate``, ``lr_scheduler_type``, ``train_batch_size`` (from
-    ``per_device_train_batch_size``, else ``train_batch_size``), ``gradient_accumulation_steps``,
-    ``logging_steps``, ``eval_steps``, ``save_steps``, ``max_steps`` (the Trainer's -1 means
-    unset), ``num_train_epochs`` and ``logging_nan_inf_filter``; invalid values are ignored.
-    The whole (unwrapped) config is merged into ``meta.hyperparameters``.
-
-    Args:
-        meta: Updated in place.
-        config: The config mapping.
-        overwrite: Replace fields (and hyperparameters) that are already set; by default only
-            missing ones are filled, so values a Trainer state already gave win.
-    """
-    cfg = unwrap_config(config)
-
-    def put(field: str, value: Any) -> None:
-        if value is not None and (overwrite or getattr(meta, field) is None):
-            setattr(meta, field, value)
-
-    put("max_grad_norm", _as_float(cfg.get("max_grad_norm"), 0.0))
-    put("warmup_steps", _as_int(cfg.get("warmup_steps"), 0))
-    ratio = _as_float(cfg.get("warmup_ratio"), 0.0)
-    put("warmup_ratio", ratio if ratio is not None and ratio <= 1.0 else None)
-    put("learning_rate", _as_float(cfg.get("learning_rate"), 0.0))
-    put("lr_scheduler_type", _scheduler(cfg.get("lr_scheduler_type")))
-    batch = _as_int(cfg.get("per_device_train_batch_size"), 1)
-    put("train_batch_size", batch if batch is not None else _as_int(cfg.get("train_batch_size"), 1))
-    put("gradient_accumulation_steps", _as_int(cfg.get("gradient_accumulation_steps"), 1))
-    for key in ("logging_steps", "eval_steps", "save_steps"):
-        put(key, _as_float(cfg.get(key), 0.0, strict=True))
-    put("max_steps", _as_int(cfg.get("max_steps"), 1))
-    put("num_train_epochs", _as_float(cfg.get("num_train_epochs"), 0.0, strict=True))
-    nan_filter = cfg.get("logging_nan_inf_filter")
-    put("logging_nan_inf_filter", nan_filter if isinstance(nan_filter, bool) else None)
-    for key, value in cfg.items():
-        if overwrite or key not in meta.hyperparameters:
-            meta.hyperparameters[key] = value
-
-
 def read_wandb_config(path: Path) -> dict[str, Any]:
     """A W&B ``config.yaml`` (``yaml.safe_load``), unwrapped; errors name the file."""
     import yaml
@@ -219,7 +136,7 @@ def read_wandb_config(path: Path) -> dict[str, Any]:
         return {}
     if not isinstance(data, dict):
         raise MalformedRunError(path, f"expected a mapping, found a {type(data).__name__}")
-    return unwrap_config(data)
+    return unwrap_wandb_config(data)
 
 
 def _apply_sidecars(run: Run, folder: Path, *, summary: bool = True) -> None:
