@@ -134,3 +134,20 @@ def test_overrides_are_checked() -> None:
 def test_missing_rule_file() -> None:
     with pytest.raises(RuleSchemaError, match="not found"):
         load_rules("/nonexistent/rules.yaml")
+
+
+def test_readme_rule_example_works(tmp_path: Path) -> None:
+    import re
+
+    from conftest import ROOT
+
+    readme = (ROOT / "README.md").read_text()
+    block = re.search(r"```yaml\n(id: tail-too-high.*?)```", readme, re.S)
+    assert block, "README lost its rule example"
+    p = write(tmp_path, block.group(1), name="tail-too-high.yaml")
+    rules = load_rules(p)
+    d = curvediag.diagnose(make_run({"train/loss": "3.0x20"}), rules=rules)
+    f = next(f for f in d.findings if f.rule_id == "tail-too-high")
+    assert "since step 10" in f.evidence
+    quiet = curvediag.diagnose(make_run({"train/loss": "1.0x20"}), rules=rules)
+    assert "tail-too-high" not in quiet.finding_ids

@@ -69,6 +69,7 @@ def train_loss(ctx: FeatureContext) -> tuple[np.ndarray, np.ndarray, np.ndarray]
         "the achieved decrease given back by the end",
         "loss.smoothed_min_step": "step of the smoothed minimum",
         "loss.early_rise": "largest fractional rise above the first loss in the early logs",
+        "loss.early_rise_z": "that rise in units of the run's noise level (log space)",
         "loss.early_peak_step": "step of that early peak",
         "loss.early_window_end": "last step of the early window",
     },
@@ -137,6 +138,7 @@ def _loss(ctx: FeatureContext) -> dict[str, Value]:
         "loss.progress_lost": _progress_lost(v, k_head, k, scale.inverse(float(smooth[i_min_s]))),
         "loss.smoothed_min_step": int(s[i_min_s]),
         "loss.early_rise": scale.ratio(float(early[i_early] - t[0])),
+        "loss.early_rise_z": float(early[i_early] - t[0]) / max(noise, 1e-9),
         "loss.early_peak_step": int(s[i_early]),
         "loss.early_window_end": int(s[early_n - 1]),
     }
