@@ -142,3 +142,23 @@ def test_garbage_bytes_never_escape_as_tracebacks(tmp_path: Path, name: str, dat
         return
     for run in runs:
         curvediag.diagnose(run)
+
+
+def test_wandb_run_folder_files(tmp_path: Path) -> None:
+    import shutil
+
+    src = next((FIXTURES / "hf" / "healthy_linear" / "wandb").glob("offline-run-*"))
+    folder = tmp_path / "wandb" / src.name
+    shutil.copytree(src, folder)
+    (folder / "files").mkdir(exist_ok=True)
+    (folder / "files" / "wandb-metadata.json").write_text(
+        '{"program": "train.py", "gpu": "NVIDIA A100", "gpu_count": 8, "host": "h"}'
+    )
+    (folder / "files" / "config.yaml").write_text("my_setting:\n  desc: null\n  value: 7\n")
+    (tmp_path / "wandb" / "latest-run").symlink_to(folder)
+    runs = load_runs(tmp_path)  # latest-run is not a second run
+    assert len(runs) == 1
+    meta = runs[0].meta
+    assert meta.hyperparameters["my_setting"] == 7  # W&B's value-nesting removed
+    assert meta.hyperparameters["wandb_metadata"]["gpu_count"] == 8
+    assert "host" not in meta.hyperparameters["wandb_metadata"]

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from curvediag.errors import MalformedRunError, UnrecognizedFormatError
+from curvediag.errors import MalformedRunError
 from curvediag.ingest._tabular import (
     Table,
     TableReader,
@@ -63,8 +63,6 @@ __all__ = [
     "PLAIN_JSONL",
     "READERS",
     "TENSORBOARD_CSV",
-    "read_all",
-    "sniff",
     "tensorboard_csv_metric_name",
 ]
 
@@ -298,19 +296,3 @@ PLAIN_CSV = TableReader(CSV_FORMAT, sniff_plain_csv, read_plain_csv)
 PLAIN_JSONL = TableReader(JSONL_FORMAT, sniff_plain_jsonl, read_plain_jsonl)
 #: In sniffing order (the plain readers accept any file with their extension: keep them last).
 READERS = (LIGHTNING, TENSORBOARD_CSV, PLAIN_CSV, PLAIN_JSONL)
-
-
-def sniff(path: Path) -> bool:
-    """True when one of this module's readers recognises ``path``."""
-    return any(r.sniff(path) for r in READERS)
-
-
-def read_all(path: Path, *, aliases: dict[str, str] | None = None) -> list[Run]:
-    """Read a file with the first of this module's readers whose sniff accepts it."""
-    p = Path(path)
-    for reader in READERS:
-        if reader.sniff(p):
-            return reader.read_all(p, aliases=aliases)
-    if not p.exists():
-        raise MalformedRunError(p, "file not found")
-    raise UnrecognizedFormatError(p, "not a CSV or JSON Lines log (.csv, .tsv, .jsonl)")

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from curvediag.errors import MalformedRunError, UnrecognizedFormatError
+from curvediag.ingest._tabular import head_bytes, read_text
 from curvediag.ingest.aliases import canonical_name
 from curvediag.model import Run, RunMeta
 from curvediag.normalize import build_series, choose_primary_eval
@@ -59,7 +60,7 @@ def sniff(path: Path) -> bool:
     """True when ``path`` looks like a Trainer state file or output folder."""
     if path.is_file():
         return path.name == STATE_NAME or (
-            path.suffix == ".json" and _head_has(path, b'"log_history"')
+            path.suffix == ".json" and b'"log_history"' in head_bytes(path, 1 << 16)
         )
     try:
         find_state_file(path)
@@ -68,31 +69,8 @@ def sniff(path: Path) -> bool:
     return True
 
 
-def _head_has(path: Path, needle: bytes) -> bool:
-    try:
-        with path.open("rb") as fh:
-            return needle in fh.read(1 << 16)
-    except OSError:
-        return False
-
-
 def _load_json(path: Path) -> Any:
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise MalformedRunError(path, "file not found") from None
-    except PermissionError:
-        raise MalformedRunError(path, "permission denied") from None
-    except IsADirectoryError:
-        raise MalformedRunError(path, "is a folder, not a file") from None
-    if not raw.strip():
-        raise MalformedRunError(path, "file is empty")
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise MalformedRunError(
-            path, f"not UTF-8 text (bad byte at offset {exc.start}): not a trainer_state.json"
-        ) from None
+    text = read_text(path, "trainer_state.json")
     try:
         # Python's json accepts the bare NaN / Infinity / -Infinity tokens the Trainer writes.
         return json.loads(text)

@@ -16,8 +16,6 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from curvediag.errors import MalformedRunError
 from curvediag.ingest._wandb_log import read_wandb_log
 from curvediag.ingest.aliases import canonical_name
@@ -146,37 +144,17 @@ def history_to_run(
     return run
 
 
-def _jsonl_rows(path: Path) -> list[dict[str, object]]:
-    """Rows of an old ``wandb-history.jsonl`` (one JSON object per line; bad lines skipped)."""
-    rows: list[dict[str, object]] = []
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise MalformedRunError(path, f"cannot read: {exc.strerror or exc}") from None
-    for line in text.splitlines():
-        try:
-            row = json.loads(line)
-        except (json.JSONDecodeError, RecursionError):
-            continue
-        if isinstance(row, dict):
-            rows.append(row)
-    return rows
-
-
-def _read_config_yaml(path: Path) -> dict[str, Any]:
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
 def _read_folder(folder: Path, aliases: dict[str, str] | None) -> Run:
+    logs = _log_files(folder)
+    if not logs:  # an older run folder: files/wandb-history.jsonl (+ config and summary)
+        from curvediag.ingest.wandb_tables import HISTORY
+
+        run = HISTORY.read_all(folder / "files" / "wandb-history.jsonl", aliases=aliases)[0]
+        return run.model_copy(update={"format": FORMAT})
     meta = RunMeta()
     warnings: list[str] = []
     rows: list[dict[str, object]] = []
     name = folder.name
-    logs = _log_files(folder)
     for log_path in logs:
         log = read_wandb_log(log_path, warn=False)
         warnings += log.warnings
@@ -190,12 +168,24 @@ def _read_folder(folder: Path, aliases: dict[str, str] | None) -> Run:
         if isinstance(code, int) and code != 0:
             warnings.append(f"the W&B run exited with code {code} (crashed or killed)")
             meta.finished = False
-    files = folder / "files"
-    if not logs:
-        rows = _jsonl_rows(files / "wandb-history.jsonl")
-    cfg = _read_config_yaml(files / "config.yaml")
-    if cfg:
-        apply_trainer_config(meta, cfg)
+    metadata = folder / "files" / "wandb-metadata.json"
+    if metadata.is_file():
+        try:
+            info = json.loads(metadata.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+            warnings.append(f"{metadata}: unreadable W&B metadata, ignored")
+        else:
+            if isinstance(info, dict):
+                keep = ("program", "args", "python", "gpu", "gpu_count", "cpu_count", "startedAt")
+                meta.hyperparameters["wandb_metadata"] = {k: info[k] for k in keep if k in info}
+    config_yaml = folder / "files" / "config.yaml"
+    if config_yaml.is_file():
+        from curvediag.ingest.wandb_tables import read_wandb_config
+
+        try:
+            apply_trainer_config(meta, read_wandb_config(config_yaml))
+        except MalformedRunError as exc:
+            warnings.append(str(exc))
     if "train_runtime" in meta.summary and meta.finished is None:
         meta.finished = True
     if len(logs) > 1:

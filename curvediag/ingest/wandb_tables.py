@@ -72,9 +72,7 @@ __all__ = [
     "HISTORY",
     "READERS",
     "SUMMARY",
-    "read_all",
     "read_wandb_config",
-    "sniff",
     "wandb_metric_name",
 ]
 
@@ -588,19 +586,3 @@ HISTORY = TableReader(HISTORY_FORMAT, sniff_history, read_history)
 SUMMARY = TableReader(SUMMARY_FORMAT, sniff_summary, read_summary)
 #: In sniffing order.
 READERS = (CHART_EXPORT, HISTORY, SUMMARY)
-
-
-def sniff(path: Path) -> bool:
-    """True when one of this module's readers recognises ``path``."""
-    return any(r.sniff(path) for r in READERS)
-
-
-def read_all(path: Path, *, aliases: dict[str, str] | None = None) -> list[Run]:
-    """Read any W&B tabular file (the first reader whose sniff accepts it)."""
-    p = Path(path)
-    for reader in READERS:
-        if reader.sniff(p):
-            return reader.read_all(p, aliases=aliases)
-    if not p.exists():
-        raise MalformedRunError(p, "file not found")
-    raise UnrecognizedFormatError(p, "not a W&B chart export, history dump or wandb-summary.json")
