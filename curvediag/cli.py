@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
 from collections.abc import Sequence
@@ -103,7 +104,22 @@ def _build_parser() -> argparse.ArgumentParser:
     sc = rsub.add_parser("schema", help="print the JSON Schema of a rule file")
     sc.add_argument("-o", "--output", help="write to this file instead of stdout")
     sub.add_parser("features", help="list the features rules can use")
+    for name, module, help_text in _PLUGGED:
+        mod = importlib.import_module(module)
+        p = sub.add_parser(
+            name,
+            help=help_text,
+            description=mod.DESCRIPTION,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        mod.add_arguments(p)
     return parser
+
+
+#: Commands implemented in their own modules: (name, module, one-line help). Each module
+#: exposes DESCRIPTION, add_arguments(parser) and run(args) -> exit code, and imports nothing
+#: heavy at module level (``curvediag --help`` must stay fast).
+_PLUGGED: list[tuple[str, str, str]] = []
 
 
 def _rule_options(p: argparse.ArgumentParser, *, with_set: bool = True) -> None:
@@ -245,6 +261,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_rules(args)
         if args.command == "features":
             return _cmd_features()
+        for name, module, _ in _PLUGGED:
+            if args.command == name:
+                code: int = importlib.import_module(module).run(args)
+                return code
     except CurvediagError as exc:
         _err(str(exc))
         return EXIT_ERROR
