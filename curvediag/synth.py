@@ -118,12 +118,14 @@ def make_run(
     every: int = 10,
     meta: Mapping[str, Any] | None = None,
     name: str = "synthetic",
+    wall_time: Mapping[str, Any] | None = None,
 ) -> Run:
     """Build a :class:`Run` from series specs.
 
     Each spec is compact notation, a list of values, or a mapping with ``values`` (notation or
     list) or ``gen`` (a :func:`curve` kind plus its keyword arguments), and optionally ``every``
     (steps between points, default ``every``) and ``first_step`` (default ``every``).
+    ``wall_time`` maps a metric to its wall-clock seconds per point (same notation).
     """
     metrics = {}
     for metric, spec in series.items():
@@ -141,7 +143,12 @@ def make_run(
             values = _values(spec)
         start = step_every if first is None else int(first)
         steps = start + step_every * np.arange(values.size)
-        metrics[metric], _ = build_series(metric, steps, values)
+        wall = None
+        if wall_time and metric in wall_time:
+            wall = _values(wall_time[metric])
+            if wall.size != values.size:
+                raise ValueError(f"{metric}: {wall.size} wall times for {values.size} values")
+        metrics[metric], _ = build_series(metric, steps, values, wall)
     run = Run(
         source=f"<{name}>",
         format="synthetic",

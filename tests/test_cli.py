@@ -40,7 +40,7 @@ def test_diagnose_json_and_markdown(capsys: pytest.CaptureFixture[str]) -> None:
     assert data["verdict"] == "critical" and data["findings"]
     main(["diagnose", str(p), "--format", "markdown"])
     md = capsys.readouterr().out
-    assert md.startswith("# curvediag diagnosis") and "## Findings" in md
+    assert md.startswith("# curvediag postmortem") and "## Findings" in md
 
 
 def test_set_overrides_and_bad_override(capsys: pytest.CaptureFixture[str]) -> None:

@@ -85,7 +85,10 @@ def test_same_diagnosis_from_each_format(folder: Path) -> None:
     ids = {fmt: r[0] for fmt, r in results.items()}
     assert ids["trainer_state"] == ids["tensorboard"] == ids["wandb"], ids
     skipped = {fmt: r[1] for fmt, r in results.items()}
-    assert skipped["trainer_state"] == skipped["tensorboard"] == skipped["wandb"], skipped
+    assert skipped["tensorboard"] == skipped["wandb"], skipped
+    # trainer_state.json keeps no wall time: only the step-time rule may be skipped in addition
+    assert skipped["trainer_state"] - skipped["tensorboard"] <= {"training-stall"}
+    assert skipped["tensorboard"] <= skipped["trainer_state"]
 
 
 @pytest.mark.parametrize("folder", CROSS, ids=[p.name for p in CROSS])

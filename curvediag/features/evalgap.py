@@ -5,26 +5,32 @@ from __future__ import annotations
 import numpy as np
 
 from curvediag.errors import InsufficientDataError
-from curvediag.features._stats import LossScale, rolling_median, smoothing_window
+from curvediag.features._stats import LossScale
 from curvediag.features.loss import train_loss
 from curvediag.features.registry import FeatureContext, Value, feature_group
 
 
 def _smoothed_train_at(ctx: FeatureContext, at_steps: np.ndarray) -> np.ndarray:
-    """Smoothed train loss interpolated at the given steps (NaN outside the logged range)."""
+    """Train loss around each step: the median of the train logs in the window just before it.
+
+    The window is one logging interval, or 2% of the run when train is logged more often, so a
+    dense per-step log is smoothed while a sparse one compares like with like (the Trainer logs
+    train and eval at the same step). NaN where no train log falls in the window.
+    """
     steps, values, _ = train_loss(ctx)
     ok = np.isfinite(values)
     s, v = steps[ok], values[ok]
     if v.size < 2:
         raise InsufficientDataError("fewer than 2 finite train-loss points")
-    smooth = rolling_median(v, smoothing_window(v.size))
-    out = np.interp(at_steps, s, smooth, left=np.nan, right=np.nan)
-    # an eval logged just after the last train log still compares with the last train level
-    out[
-        (at_steps > s[-1])
-        & (at_steps <= s[-1] + max(1, int(np.median(np.diff(s)) if s.size > 1 else 1)))
-    ] = smooth[-1]
-    return np.asarray(out, dtype=np.float64)
+    interval = float(np.median(np.diff(s)))
+    width = max(interval, 0.02 * float(s[-1] - s[0]))
+    out = np.full(at_steps.size, np.nan)
+    for i, st in enumerate(at_steps):
+        lo = int(np.searchsorted(s, st - width, side="right"))
+        hi = int(np.searchsorted(s, st, side="right"))
+        if hi > lo:
+            out[i] = float(np.median(v[lo:hi]))
+    return out
 
 
 @feature_group(

@@ -60,6 +60,9 @@ def train_loss(ctx: FeatureContext) -> tuple[np.ndarray, np.ndarray, np.ndarray]
         "loss.change_mid": "fractional change of the robust trend over 25-75% of the run",
         "loss.change_late": "fractional change of the robust trend over the last 25% of the run",
         "loss.noise": "robust relative noise around the smoothed curve",
+        "loss.noise_to_drop": "noise / the total log-decrease of the loss (how big the wobble is "
+        "against the learning)",
+        "loss.tail_ratio": "tail / head: 0.001 means the loss fell to a thousandth of its start",
         "loss.learning_stopped_at": "fraction of the run after which the smoothed loss stayed "
         "within the flat tolerance of its final level",
         "loss.learning_stopped_step": "step at which that happened",
@@ -113,7 +116,7 @@ def _loss(ctx: FeatureContext) -> dict[str, Value]:
     stop_i = int(not_within[-1] + 1) if not_within.size else 0
     stop_i = min(stop_i, n - 1)
     i_min_s = int(np.nanargmin(smooth))
-    early_n = int(min(50, max(3, n // 10)))
+    early_n = int(min(50, max(3, n // 10), n))
     early = t[:early_n]
     i_early = int(np.argmax(early))
     return {
@@ -131,6 +134,10 @@ def _loss(ctx: FeatureContext) -> dict[str, Value]:
         "loss.change_mid": change("mid"),
         "loss.change_late": change("late"),
         "loss.noise": float(noise),
+        "loss.noise_to_drop": float(noise / max(abs(head_t - tail_t), 1e-9)),
+        "loss.tail_ratio": float(np.median(v[-k:]) / np.median(v[:k_head]))
+        if float(np.median(v[:k_head])) != 0
+        else None,
         "loss.learning_stopped_at": float(progress[stop_i]),
         "loss.learning_stopped_step": int(s[stop_i]),
         "loss.drop_before_stop": -scale.ratio(float(smooth[stop_i]) - head_t),
@@ -250,6 +257,10 @@ def _nan(ctx: FeatureContext) -> dict[str, Value]:
         "spike.recovered": "the loss came back to its baseline after the largest spike",
         "spike.recovery_steps": "steps the loss took to come back",
         "spike.unrecovered": "number of spikes after which the loss never came back",
+        "spike.fast_count": "spikes the loss recovered from within a few logs",
+        "spike.slow_count": "spikes the loss recovered from, but only after many logs",
+        "spike.recovery_logs": "logs the loss took to come back after the largest spike",
+        "spike.fast_horizon": "logs within which a recovery counts as fast",
         "spike.height_vs_range": "(spike - baseline) / (first losses - lowest loss): how big the "
         "spike is against the whole descent",
         "spike.first_step": "step of the first spike",
@@ -272,6 +283,10 @@ def _spikes(ctx: FeatureContext) -> dict[str, Value]:
         "spike.recovered": None,
         "spike.recovery_steps": None,
         "spike.unrecovered": 0,
+        "spike.fast_count": 0,
+        "spike.slow_count": 0,
+        "spike.recovery_logs": None,
+        "spike.fast_horizon": None,
         "spike.height_vs_range": None,
         "spike.first_step": None,
         "spike.window_start_step": None,
@@ -316,14 +331,13 @@ def _spikes(ctx: FeatureContext) -> dict[str, Value]:
     for g in groups:
         peak = int(g[np.argmax(resid[g])])
         b = float(base[peak])
-        back = np.flatnonzero(
-            t[peak + 1 : peak + 1 + horizon * 4] <= b + max(2 * sigma, thresh / 2)
-        )
+        back = np.flatnonzero(t[peak + 1 :] <= b + max(2 * sigma, thresh / 2))
         rec = int(back[0] + peak + 1) if back.size else None
         events.append((float(resid[peak]), peak, b, rec))
     events.sort(key=lambda e: -e[0])
     r, peak, b, rec = events[0]
     unrecovered = sum(1 for e in events if e[3] is None)
+    fast = sum(1 for e in events if e[3] is not None and e[3] - e[1] <= horizon)
     logging_window = int(s[peak] - s[peak - 1]) if peak > 0 else 1
     window_start = int(s[peak]) - logging_window + 1
     bs = ctx.get("run.batch_size")
@@ -341,6 +355,10 @@ def _spikes(ctx: FeatureContext) -> dict[str, Value]:
         "spike.recovered": rec is not None,
         "spike.recovery_steps": None if rec is None else int(s[rec] - s[peak]),
         "spike.unrecovered": unrecovered,
+        "spike.fast_count": fast,
+        "spike.slow_count": len(events) - fast - unrecovered,
+        "spike.recovery_logs": None if rec is None else int(rec - peak),
+        "spike.fast_horizon": horizon,
         "spike.height_vs_range": _height(v, peak, scale.inverse(b)),
         "spike.first_step": int(s[min(e[1] for e in events)]),
         "spike.window_start_step": window_start,

@@ -20,6 +20,14 @@ from curvediag.features.registry import FeatureContext, Value, feature_group
         "lr.has_warmup": "the learning rate rose from below half its peak to the peak",
         "lr.warmup_end_step": "first step at which the learning rate reached ~its peak",
         "lr.constant": "the learning rate never changed by more than 1%",
+        "lr.constant_after_peak": "from its peak to the end the learning rate changed by less "
+        "than 1% (no decay)",
+        "lr.zero_step": "first step after the peak where the learning rate fell to 1% of its peak",
+        "lr.zero_progress": "fraction of the logged run at which that happened",
+        "lr.still_rising": "the learning rate was still rising at the last log (warmup never ended)",
+        "lr.decay_expected": "the configured scheduler decays the learning rate (linear, cosine, "
+        "polynomial, ...)",
+        "lr.n": "number of logged learning rates",
     },
 )
 def _lr(ctx: FeatureContext) -> dict[str, Value]:
@@ -34,7 +42,25 @@ def _lr(ctx: FeatureContext) -> dict[str, Value]:
     reach = int(np.argmax(values >= 0.98 * peak))
     has_warmup = bool(peak > 0 and first < 0.5 * peak and reach > 0)
     constant = bool(peak > 0 and (peak - float(values.min())) <= 0.01 * peak)
+    after = values[i_peak:]
+    constant_after = bool(
+        peak > 0 and after.size >= 3 and (peak - float(after.min())) <= 0.01 * peak
+    )
+    low = np.flatnonzero(after <= 0.01 * peak) if peak > 0 else np.array([], dtype=int)
+    zero_i = int(low[0]) + i_peak if low.size else None
+    span = float(steps[-1] - steps[0]) or 1.0
+    rising = bool(
+        values.size >= 3 and i_peak == values.size - 1 and values[-1] > values[-2] * 1.0001
+    )
+    sched = (ctx.run.meta.lr_scheduler_type or "").lower()
+    decaying = sched.startswith(("linear", "cosine", "polynomial", "inverse_sqrt", "warmup_stable"))
     return {
+        "lr.constant_after_peak": constant_after,
+        "lr.zero_step": None if zero_i is None else int(steps[zero_i]),
+        "lr.zero_progress": None if zero_i is None else float((steps[zero_i] - steps[0]) / span),
+        "lr.still_rising": rising,
+        "lr.decay_expected": decaying,
+        "lr.n": int(values.size),
         "lr.first": first,
         "lr.peak": peak,
         "lr.peak_step": int(steps[i_peak]),
@@ -60,6 +86,12 @@ def _lr(ctx: FeatureContext) -> dict[str, Value]:
         "run.max_grad_norm": "clipping threshold used (settings, run config, else 1.0)",
         "run.batch_size": "examples per optimizer step per device x devices, when known",
         "run.grad_accum": "gradient accumulation steps (1 when unknown)",
+        "run.eval_count": "number of evaluations logged (0 when none)",
+        "run.train_logs": "number of train-loss logs",
+        "run.ended_early": "the log stops well before the planned steps and has no final summary",
+        "run.snapshot_only": "the only source is a trainer_state.json without a final summary: a "
+        "checkpoint snapshot, which cannot tell whether the run went on",
+        "run.warmup_configured": "warmup steps from the configuration, when known",
     },
 )
 def _run(ctx: FeatureContext) -> dict[str, Value]:
@@ -79,15 +111,30 @@ def _run(ctx: FeatureContext) -> dict[str, Value]:
             warm, known = 0, True
     if warm is None and meta.warmup_steps:
         warm, known = meta.warmup_steps, True
-    if warm is None and meta.warmup_ratio and meta.max_steps:
-        warm, known = int(meta.warmup_ratio * meta.max_steps), True
+    if warm is None and meta.warmup_ratio and (meta.max_steps or last):
+        warm, known = int(meta.warmup_ratio * (meta.max_steps or last or 0)), True
     mgn = ctx.settings.max_grad_norm
     if mgn is None:
         mgn = meta.max_grad_norm if meta.max_grad_norm and meta.max_grad_norm > 0 else 1.0
     progress = None
     if meta.max_steps and last is not None:
         progress = last / meta.max_steps
+    ev = run.get("eval/loss")
+    tl = run.get("train/loss")
+    configured: int | None = None
+    if meta.warmup_steps is not None:
+        configured = meta.warmup_steps
+    elif meta.warmup_ratio and meta.max_steps:
+        configured = int(meta.warmup_ratio * meta.max_steps)
+    ended_early = bool(
+        progress is not None and progress < 0.9 and meta.finished is not True and not meta.summary
+    )
     return {
+        "run.eval_count": 0 if ev is None else len(ev),
+        "run.train_logs": 0 if tl is None else len(tl),
+        "run.ended_early": ended_early,
+        "run.snapshot_only": run.format == "hf-trainer" and not meta.summary,
+        "run.warmup_configured": configured,
         "run.last_step": last,
         "run.max_steps": meta.max_steps,
         "run.progress": progress,

@@ -158,6 +158,9 @@ class RuleTestCase(_Strict):
     )
     series: dict[str, Any] = Field(default_factory=dict, description="metric -> compact series")
     every: int = Field(default=10, ge=1, description="default steps between logged points")
+    wall_time: dict[str, Any] = Field(
+        default_factory=dict, description="metric -> wall-clock seconds per point (notation)"
+    )
     meta: dict[str, Any] = Field(default_factory=dict, description="RunMeta fields")
     overrides: dict[str, Scalar] = Field(default_factory=dict)
     expect_values: dict[str, Any] = Field(

@@ -35,6 +35,7 @@ class CaseResult:
     detail: str = ""
     file: str = ""
     missing_fixture: bool = False
+    real_run: bool = False
 
 
 def load_test_file(path: str | Path) -> RuleTestFile:
@@ -69,7 +70,13 @@ def run_case(case: RuleTestCase, rule_id: str, ruleset: RuleSet, base: Path) -> 
         if case.fixture:
             run = load_run(base / case.fixture)
         else:
-            run = make_run(case.series, every=case.every, meta=case.meta, name=case.name)
+            run = make_run(
+                case.series,
+                every=case.every,
+                meta=case.meta,
+                name=case.name,
+                wall_time=case.wall_time,
+            )
     except (CurvediagError, ValueError) as exc:
         return CaseResult(rule_id, case.name, case.expect, "error", False, str(exc))
     rs = ruleset.with_overrides(case.overrides) if case.overrides else ruleset
@@ -127,8 +134,36 @@ def run_rule_tests(
         for case in tf.cases:
             r = run_case(case, tf.rule, ruleset, f.parent)
             r.file = str(f)
+            r.real_run = case.fixture is not None
             results.append(r)
     return results
+
+
+def coverage(results: list[CaseResult]) -> dict[str, dict[str, int]]:
+    """Per rule: how many fire / silent / skipped cases, and how many use a real run."""
+    out: dict[str, dict[str, int]] = {}
+    for r in results:
+        c = out.setdefault(r.rule_id, {"fire": 0, "silent": 0, "skipped": 0, "real": 0})
+        if r.expect in c:
+            c[r.expect] += 1
+        if r.real_run:
+            c["real"] += 1
+    return out
+
+
+def coverage_summary(results: list[CaseResult]) -> str:
+    """One paragraph: rules with both must-fire and must-stay-quiet cases, and with real runs."""
+    cov = coverage(results)
+    both = [rid for rid, c in cov.items() if c["fire"] and c["silent"]]
+    real = [rid for rid, c in cov.items() if c["real"]]
+    missing = sorted(set(cov) - set(both))
+    text = (
+        f"rule coverage: {len(both)}/{len(cov)} rules have must-fire and must-stay-quiet cases; "
+        f"{len(real)} are also tested on real training runs"
+    )
+    if missing:
+        text += "; missing a case: " + ", ".join(missing)
+    return text
 
 
 def format_results(results: list[CaseResult]) -> str:
@@ -141,6 +176,8 @@ def format_results(results: list[CaseResult]) -> str:
             line += f"\n       {r.detail}"
         lines.append(line)
     rules = {r.rule_id for r in results}
+    lines.append("")
+    lines.append(coverage_summary(results))
     skipped = sum(r.missing_fixture for r in results)
     passed = sum(r.passed and not r.missing_fixture for r in results)
     failed = sum(not r.passed for r in results)

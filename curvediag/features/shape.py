@@ -1,0 +1,207 @@
+"""Curve-shape features: oscillation, drops at epoch boundaries, level shifts at resumes."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from curvediag.errors import InsufficientDataError
+from curvediag.features._stats import LossScale, mad_sigma, rolling_median
+from curvediag.features.loss import train_loss
+from curvediag.features.registry import FeatureContext, Value, feature_group
+
+
+def _finite_before_nan(ctx: FeatureContext) -> tuple[np.ndarray, np.ndarray]:
+    steps, values, _ = train_loss(ctx)
+    ok = np.isfinite(values)
+    end = int(np.argmin(ok)) if not bool(ok.all()) else values.size
+    return steps[:end][ok[:end]], values[:end][ok[:end]]
+
+
+@feature_group(
+    "osc",
+    requires=["train/loss"],
+    features={
+        "osc.amplitude": "robust amplitude of the loss around its slow trend after warmup "
+        "(fractional)",
+        "osc.periodicity": "strongest autocorrelation of that residual at a lag past its first "
+        "zero crossing (1 = perfectly periodic, ~0 = noise)",
+        "osc.period_logs": "lag of that autocorrelation peak, in logs",
+        "osc.period_steps": "the same in steps",
+        "osc.cycles": "number of full periods in the analysed stretch",
+    },
+)
+def _osc(ctx: FeatureContext) -> dict[str, Value]:
+    s, v = _finite_before_nan(ctx)
+    warm = ctx.get("run.warmup_end_step")
+    keep = s > int(warm or 0)
+    s, v = s[keep], v[keep]
+    if v.size < 24:
+        raise InsufficientDataError(f"only {v.size} train-loss points after warmup (need 24)")
+    scale = LossScale(v)
+    t = scale.forward(v)
+    trend = rolling_median(t, max(9, (v.size // 6) | 1))
+    r = t - trend
+    r = r - np.mean(r)
+    denom = float(np.dot(r, r))
+    if denom <= 0:
+        return {
+            "osc.amplitude": 0.0,
+            "osc.periodicity": 0.0,
+            "osc.period_logs": None,
+            "osc.period_steps": None,
+            "osc.cycles": 0.0,
+        }
+    max_lag = v.size // 3
+    acf = np.array([float(np.dot(r[:-k], r[k:])) / denom for k in range(1, max_lag + 1)])
+    below = np.flatnonzero(acf <= 0)
+    peak_acf, lag = 0.0, None
+    if below.size:
+        start = int(below[0])
+        if start + 1 < acf.size:
+            j = start + int(np.argmax(acf[start:]))
+            peak_acf, lag = float(acf[j]), j + 1
+    amp = scale.ratio(2.0 * 1.4826 * float(np.median(np.abs(r)))) if r.size else 0.0
+    step_gap = float(np.median(np.diff(s))) if s.size > 1 else 1.0
+    return {
+        "osc.amplitude": amp,
+        "osc.periodicity": peak_acf,
+        "osc.period_logs": lag,
+        "osc.period_steps": None if lag is None else int(round(lag * step_gap)),
+        "osc.cycles": 0.0 if lag is None else float(v.size / lag),
+    }
+
+
+@feature_group(
+    "epoch",
+    requires=["train/loss", "train/epoch"],
+    features={
+        "epoch.boundaries": "number of epoch boundaries inside the logged train loss",
+        "epoch.boundary_drop": "median fractional drop of the loss across an epoch boundary",
+        "epoch.boundary_drop_z": "that drop in units of the typical change between logs",
+        "epoch.first_boundary_step": "step of the first epoch boundary",
+    },
+)
+def _epoch(ctx: FeatureContext) -> dict[str, Value]:
+    s, v = _finite_before_nan(ctx)
+    es, ev = ctx.series("train/epoch")
+    ok = np.isfinite(ev)
+    es, ev = es[ok], ev[ok]
+    if s.size < 10 or es.size < 2:
+        raise InsufficientDataError("too few train-loss or epoch points")
+    epoch_at = np.interp(s, es, ev)
+    # a boundary between logs i-1 and i when log i is the first of a new epoch
+    whole = np.ceil(epoch_at - 1e-9)  # a log at epoch 1.0 is the last of epoch 1
+    idx = np.flatnonzero(np.diff(whole) > 0) + 1
+    idx = idx[(idx >= 2) & (idx < s.size)]
+    if idx.size == 0:
+        return {
+            "epoch.boundaries": 0,
+            "epoch.boundary_drop": None,
+            "epoch.boundary_drop_z": None,
+            "epoch.first_boundary_step": None,
+        }
+    scale = LossScale(v)
+    t = scale.forward(v)
+    d = np.diff(t)
+    crossing = np.zeros(d.size, dtype=bool)
+    crossing[idx - 1] = True
+    typical = max(mad_sigma(d[~crossing]), 1e-9) if bool((~crossing).any()) else 1e-9
+    drops = -d[idx - 1]
+    med = float(np.median(drops))
+    return {
+        "epoch.boundaries": int(idx.size),
+        "epoch.boundary_drop": -scale.ratio(-med),
+        "epoch.boundary_drop_z": med / typical,
+        "epoch.first_boundary_step": int(s[idx[0]]),
+    }
+
+
+@feature_group(
+    "resume",
+    requires=["train/loss"],
+    features={
+        "resume.count": "number of restarts (steps logged again after a resume)",
+        "resume.step": "restart step with the largest level shift",
+        "resume.shift": "fractional change of the loss level across that restart (disjoint "
+        "windows before and after)",
+        "resume.shift_z": "that shift in units of the loss noise",
+    },
+)
+def _resume(ctx: FeatureContext) -> dict[str, Value]:
+    restarts = ctx.run.meta.resumed_at_steps
+    out: dict[str, Value] = {
+        "resume.count": len(restarts),
+        "resume.step": None,
+        "resume.shift": None,
+        "resume.shift_z": None,
+    }
+    if not restarts:
+        return out
+    s, v = _finite_before_nan(ctx)
+    if v.size < 8:
+        raise InsufficientDataError("too few train-loss points around the restart")
+    scale = LossScale(v)
+    t = scale.forward(v)
+    noise = max(mad_sigma(np.diff(t)) / np.sqrt(2.0), 1e-9)
+    best: tuple[float, int, float] | None = None
+    for r in restarts:
+        i = int(np.searchsorted(s, r))
+        w = max(3, min(i, s.size - i, 20))
+        if i < 3 or s.size - i < 3:
+            continue
+        before = float(np.median(t[max(0, i - w) : i]))
+        after = float(np.median(t[i : i + w]))
+        shift = after - before
+        if best is None or abs(shift) > abs(best[0]):
+            best = (shift, r, shift / noise)
+    if best is not None:
+        out.update(
+            {
+                "resume.step": best[1],
+                "resume.shift": scale.ratio(best[0]),
+                "resume.shift_z": best[2],
+            }
+        )
+    return out
+
+
+@feature_group(
+    "warmupend",
+    requires=["train/loss", "train/learning_rate"],
+    features={
+        "warmupend.step": "step at which the learning rate reached its peak after warmup",
+        "warmupend.rise": "largest fractional rise of the loss just after warmup ended, over its "
+        "level at the end of warmup",
+        "warmupend.rise_z": "that rise in units of the loss noise",
+        "warmupend.peak_step": "step of that highest loss",
+    },
+)
+def _warmup_end(ctx: FeatureContext) -> dict[str, Value]:
+    has = ctx.get("lr.has_warmup")
+    end = ctx.get("lr.warmup_end_step")
+    out: dict[str, Value] = {
+        "warmupend.step": None,
+        "warmupend.rise": None,
+        "warmupend.rise_z": None,
+        "warmupend.peak_step": None,
+    }
+    if has is not True or not isinstance(end, int):
+        return out
+    s, v = _finite_before_nan(ctx)
+    i = int(np.searchsorted(s, end, side="right"))
+    w = max(5, s.size // 10)
+    if i < 3 or i + 2 > s.size:
+        raise InsufficientDataError("too few train-loss logs around the end of warmup")
+    scale = LossScale(v)
+    t = scale.forward(v)
+    noise = max(mad_sigma(np.diff(t)) / np.sqrt(2.0), 1e-9)
+    before = float(np.median(t[max(0, i - 3) : i]))
+    window = t[i : i + w]
+    j = int(np.argmax(window))
+    rise = float(window[j] - before)
+    return {
+        "warmupend.step": end,
+        "warmupend.rise": scale.ratio(rise),
+        "warmupend.rise_z": rise / noise,
+        "warmupend.peak_step": int(s[i + j]),
+    }
