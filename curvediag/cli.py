@@ -119,7 +119,9 @@ def _build_parser() -> argparse.ArgumentParser:
 #: Commands implemented in their own modules: (name, module, one-line help). Each module
 #: exposes DESCRIPTION, add_arguments(parser) and run(args) -> exit code, and imports nothing
 #: heavy at module level (``curvediag --help`` must stay fast).
-_PLUGGED: list[tuple[str, str, str]] = []
+_PLUGGED: list[tuple[str, str, str]] = [
+    ("report", "curvediag.report.cli", "write a markdown postmortem with plots"),
+]
 
 
 def _rule_options(p: argparse.ArgumentParser, *, with_set: bool = True) -> None:

@@ -266,9 +266,17 @@ class Diagnosis(BaseModel):
         return diagnosis_text(self)
 
     def to_markdown(self) -> str:
+        """The postmortem report as markdown (text only; ``curvediag report`` adds plots)."""
         from curvediag.render import diagnosis_markdown
 
         return diagnosis_markdown(self)
+
+    def plot(self) -> dict[str, Any]:
+        """The report's matplotlib Figures by name (``loss``, ``learning_rate``,
+        ``grad_norm``, and ``throughput`` / ``memory`` when logged), for notebooks."""
+        from curvediag.report.plots import plot_figures
+
+        return dict(plot_figures(self))
 
     def __str__(self) -> str:
         return self.to_text()

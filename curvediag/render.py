@@ -90,45 +90,7 @@ def diagnosis_text(d: Diagnosis) -> str:
 
 
 def diagnosis_markdown(d: Diagnosis) -> str:
-    """A markdown diagnosis (the postmortem report builds on it)."""
-    run = d.run
-    out = [
-        f"# curvediag diagnosis: {run.name}",
-        "",
-        f"- **Source:** `{run.source}` ({run.format})",
-        f"- **Run:** {_run_line(d)}",
-        f"- **Verdict:** {d.verdict}",
-        "",
-        "## Findings",
-        "",
-    ]
-    if not d.findings:
-        out += ["No rule fired.", ""]
-    for f in d.findings:
-        span = _span(f)
-        out += [
-            f"### {f.severity.value.upper()}: {f.title} (`{f.rule_id}`)",
-            "",
-            f"*Confidence {f.confidence:.2f}" + (f", {span}" if span else "") + f", {f.category}.*",
-            "",
-            f"**Evidence.** {f.evidence}",
-            "",
-            f"**Why it matters.** {f.why}",
-            "",
-            "**What to change, one at a time:**",
-            "",
-        ]
-        out += [f"{i}. {fix}" for i, fix in enumerate(f.fixes, 1)]
-        if f.related:
-            out += ["", "**Also seen (same cause):**", ""]
-            out += [f"- {r}" for r in f.related]
-        out.append("")
-    if d.skipped:
-        out += ["## Skipped rules", "", "| rule | reason |", "|---|---|"]
-        out += [f"| `{s.rule_id}` | {s.reason} |" for s in d.skipped]
-        out.append("")
-    if run.warnings:
-        out += ["## Notes from reading the logs", ""]
-        out += [f"- {w}" for w in run.warnings]
-        out.append("")
-    return "\n".join(out)
+    """The markdown postmortem, text only (see :mod:`curvediag.report`)."""
+    from curvediag.report.markdown import postmortem_markdown
+
+    return postmortem_markdown(d)

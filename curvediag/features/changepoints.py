@@ -7,6 +7,7 @@ log-loss; the penalty comes from the curve's own noise. Indices are mapped back 
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 
@@ -57,7 +58,7 @@ def segments(steps: np.ndarray, t: np.ndarray, scale: LossScale) -> list[Segment
     if bounds[-1] != n:
         bounds.append(n)
     segs = []
-    for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+    for a, b in itertools.pairwise(bounds):
         if b <= a:
             continue
         xs, ys = x[a:b], y[a:b]
@@ -96,7 +97,7 @@ def _cp(ctx: FeatureContext) -> dict[str, Value]:
     segs = segments(s, t, scale)
     jumps = [
         (scale.ratio(b.level - a.level), b.start_step, i)
-        for i, (a, b) in enumerate(zip(segs[:-1], segs[1:], strict=True), start=1)
+        for i, (a, b) in enumerate(itertools.pairwise(segs), start=1)
     ]
     big = max((j for j in jumps if j[0] > 0), default=None)
     kept = None

@@ -99,7 +99,8 @@ def _loss(ctx: FeatureContext) -> dict[str, Value]:
     progress = (s - s[0]) / span
     w = smoothing_window(n)
     smooth = rolling_median(t, w)
-    noise = mad_sigma(t - smooth)
+    # per-log noise from first differences (does not depend on a smoothing window)
+    noise = mad_sigma(np.diff(t)) / np.sqrt(2.0) if n > 2 else 0.0
 
     def change(phase: str) -> float | None:
         try:
@@ -107,7 +108,8 @@ def _loss(ctx: FeatureContext) -> dict[str, Value]:
         except InsufficientDataError:
             return None
 
-    tol = max(ctx.settings.flat_tolerance, noise / max(1.0, np.sqrt(w)))
+    # the edges of a centred window hold only half the points: allow for their extra variance
+    tol = max(ctx.settings.flat_tolerance, 4.0 * noise / max(1.0, np.sqrt(w / 2)))
     if scale.log:
         tol = float(np.log1p(tol))
     within = np.abs(smooth - tail_t) <= tol
@@ -134,7 +136,7 @@ def _loss(ctx: FeatureContext) -> dict[str, Value]:
         "loss.change_mid": change("mid"),
         "loss.change_late": change("late"),
         "loss.noise": float(noise),
-        "loss.noise_to_drop": float(noise / max(abs(head_t - tail_t), 1e-9)),
+        "loss.noise_to_drop": float(noise / max(_smoothed_drop(smooth, k), 1e-9)),
         "loss.tail_ratio": float(np.median(v[-k:]) / np.median(v[:k_head]))
         if float(np.median(v[:k_head])) != 0
         else None,
@@ -149,6 +151,11 @@ def _loss(ctx: FeatureContext) -> dict[str, Value]:
         "loss.early_peak_step": int(s[i_early]),
         "loss.early_window_end": int(s[early_n - 1]),
     }
+
+
+def _smoothed_drop(smooth: np.ndarray, k: int) -> float:
+    """|start - end| of the smoothed curve (medians of its first and last tenth)."""
+    return abs(float(np.nanmedian(smooth[:k])) - float(np.nanmedian(smooth[-k:])))
 
 
 def _progress_lost(v: np.ndarray, k_head: int, k_tail: int, smin_raw: float) -> float | None:

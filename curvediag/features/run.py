@@ -24,7 +24,8 @@ from curvediag.features.registry import FeatureContext, Value, feature_group
         "than 1% (no decay)",
         "lr.zero_step": "first step after the peak where the learning rate fell to 1% of its peak",
         "lr.zero_progress": "fraction of the logged run at which that happened",
-        "lr.still_rising": "the learning rate was still rising at the last log (warmup never ended)",
+        "lr.still_rising": "the learning rate was still rising at the last log (warmup never "
+        "ended)",
         "lr.decay_expected": "the configured scheduler decays the learning rate (linear, cosine, "
         "polynomial, ...)",
         "lr.n": "number of logged learning rates",

@@ -39,7 +39,7 @@ def _osc(ctx: FeatureContext) -> dict[str, Value]:
         raise InsufficientDataError(f"only {v.size} train-loss points after warmup (need 24)")
     scale = LossScale(v)
     t = scale.forward(v)
-    trend = rolling_median(t, max(9, (v.size // 6) | 1))
+    trend = rolling_median(t, max(9, (v.size // 4) | 1))
     r = t - trend
     r = r - np.mean(r)
     denom = float(np.dot(r, r))
@@ -66,7 +66,7 @@ def _osc(ctx: FeatureContext) -> dict[str, Value]:
         "osc.amplitude": amp,
         "osc.periodicity": peak_acf,
         "osc.period_logs": lag,
-        "osc.period_steps": None if lag is None else int(round(lag * step_gap)),
+        "osc.period_steps": None if lag is None else round(lag * step_gap),
         "osc.cycles": 0.0 if lag is None else float(v.size / lag),
     }
 

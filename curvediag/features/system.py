@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from curvediag.errors import InsufficientDataError
@@ -14,9 +16,7 @@ MEMORY = ("system/memory_allocated", "system/memory_reserved", "system/gpu_memor
 def _windows(v: np.ndarray, k: int) -> np.ndarray:
     """Medians of ``k`` disjoint, equal-count windows (not overlapping moving averages)."""
     edges = np.linspace(0, v.size, k + 1).astype(int)
-    return np.array(
-        [float(np.median(v[a:b])) for a, b in zip(edges[:-1], edges[1:], strict=True) if b > a]
-    )
+    return np.array([float(np.median(v[a:b])) for a, b in itertools.pairwise(edges) if b > a])
 
 
 @feature_group(

@@ -1,0 +1,97 @@
+"""``curvediag report PATH -o DIR``: the markdown postmortem with its plots.
+
+Imports nothing heavy at module level: ``curvediag --help`` builds this command's parser.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+
+__all__ = ["DESCRIPTION", "add_arguments", "run"]
+
+DESCRIPTION = """\
+Write a postmortem of one training run: DIR/postmortem.md with a TL;DR, a timeline of the key
+events, annotated PNG plots (loss, learning rate, gradient norm, throughput and memory when
+logged), the findings, an ordered "next run" list of setting changes to try one at a time,
+the hyperparameters and the skipped rules. Image links are relative: zip or commit the folder.
+The same logs and options give the same markdown, byte for byte.
+
+exit codes: 0 = report written, 2 = the input or a rule file could not be read.
+
+examples:
+  curvediag report output_dir/ -o postmortem/
+  curvediag report runs/ -o report/ --no-plots        # text only
+  curvediag report out/ -o report/ --set overfitting.min_rise=0.1
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``curvediag report``."""
+    parser.add_argument("path", metavar="PATH", help="trainer_state.json or a run folder")
+    parser.add_argument(
+        "-o", "--output", required=True, metavar="DIR", help="folder to write the report into"
+    )
+    parser.add_argument("--no-plots", action="store_true", help="markdown only, no PNG plots")
+    parser.add_argument(
+        "--rules",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="extra rule file or folder (repeatable)",
+    )
+    parser.add_argument("--no-builtin", action="store_true", help="do not load the built-in rules")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="ID.PARAM=VALUE",
+        help="override a rule parameter (repeatable); features.NAME=VALUE for feature settings",
+    )
+    parser.add_argument(
+        "--map",
+        action="append",
+        default=[],
+        metavar="RAW=CANONICAL",
+        help="map a metric name the run uses onto a canonical one, e.g. my/loss=train/loss",
+    )
+
+
+def _command(args: argparse.Namespace) -> str:
+    parts = ["curvediag", "report", args.path, "-o", args.output]
+    for r in args.rules:
+        parts += ["--rules", r]
+    if args.no_builtin:
+        parts.append("--no-builtin")
+    for s in args.set:
+        parts += ["--set", s]
+    for m in args.map:
+        parts += ["--map", m]
+    if args.no_plots:
+        parts.append("--no-plots")
+    return shlex.join(parts)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Write the report; 0 on success, 2 on bad input (one line on stderr)."""
+    from curvediag.diagnosis import diagnose
+    from curvediag.ingest import load_run
+    from curvediag.report.writer import render_report
+    from curvediag.ruleset.loader import load_rules, parse_overrides
+
+    aliases = {}
+    for item in args.map:
+        if "=" not in item:
+            print(f"curvediag: error: --map {item!r}: expected RAW=CANONICAL", file=sys.stderr)
+            return 2
+        k, v = item.split("=", 1)
+        aliases[k.strip()] = v.strip()
+    ruleset = load_rules(
+        *args.rules, builtin=not args.no_builtin, overrides=parse_overrides(args.set)
+    )
+    the_run = load_run(args.path, aliases=aliases or None)
+    d = diagnose(the_run, rules=ruleset)
+    path = render_report(d, args.output, plots=not args.no_plots, command=_command(args))
+    print(f"{path}  ({d.verdict}, {len(d.findings)} finding(s))")
+    return 0

@@ -1,0 +1,497 @@
+"""The "next run" list: concrete setting changes to try one at a time, most likely cause first.
+
+Each rule id maps to a handler that proposes changes from the finding and the run's own
+configuration (``run.meta`` and ``meta.hyperparameters``), most useful first. The list takes
+the first change of every finding (most severe, most confident finding first), then the
+others, never the same setting twice. Rules without a handler contribute their first fix.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from curvediag.report._fmt import num, pct, setting_value
+
+if TYPE_CHECKING:
+    from curvediag.model import Diagnosis, Finding
+    from curvediag.report.context import ReportContext
+
+__all__ = ["HANDLERS", "MAX_CHANGES", "Change", "next_run_changes", "nice"]
+
+#: At most this many changes are listed: a plan, not a shotgun.
+MAX_CHANGES = 5
+
+
+@dataclass(frozen=True)
+class Change:
+    """One change to try in the next run.
+
+    Attributes:
+        key: What it changes (a setting name, or an action id); no two changes share a key.
+        change: The change as written in the report: ``learning_rate: 30 -> 3``, or an action.
+        why: Why, with this run's numbers.
+        rule_id: The finding it comes from.
+        setting: The setting name, when it is a setting change.
+        current: Its value in this run (``None`` when unknown).
+        proposed: The value to try.
+    """
+
+    key: str
+    change: str
+    why: str
+    rule_id: str
+    setting: str | None = None
+    current: Any = None
+    proposed: Any = None
+
+    @property
+    def is_setting(self) -> bool:
+        return self.setting is not None
+
+
+def nice(x: float, *, below: float | None = None, above: float | None = None) -> float:
+    """The nearest "round" value (1, 2, 3 or 5 x 10^k) to ``x``, strictly under ``below`` /
+    over ``above`` when given (``nice(0.000667) == 5e-4``)."""
+    if x <= 0 or not math.isfinite(x):
+        return x
+    k = math.floor(math.log10(x))
+    cands = sorted({round(m * 10.0**e, 12) for e in (k - 1, k, k + 1) for m in (1, 2, 3, 5)})
+    if below is not None:
+        cands = [c for c in cands if c < below * (1 - 1e-9)] or cands
+    if above is not None:
+        cands = [c for c in cands if c > above * (1 + 1e-9)] or cands
+    best = min(cands, key=lambda c: (abs(math.log(c / x)), c))
+    return float(f"{best:.12g}")
+
+
+def _setting(
+    key: str, current: Any, proposed: Any, why: str, rule_id: str, extra: str = ""
+) -> Change:
+    text = f"`{key}: {setting_value(current)} -> {setting_value(proposed)}`{extra}"
+    return Change(key, text, why, rule_id, key, current, proposed)
+
+
+def _action(key: str, text: str, why: str, rule_id: str) -> Change:
+    return Change(key, text, why, rule_id)
+
+
+# -- building blocks ------------------------------------------------------------------------
+
+
+def _lr(ctx: ReportContext) -> float | None:
+    v = ctx.setting("learning_rate")
+    if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0:
+        return float(v)
+    return ctx.number("lr.peak")
+
+
+def _lower_lr(ctx: ReportContext, f: Finding, factor: float, why: str) -> Change | None:
+    lr = _lr(ctx)
+    if lr is None:
+        return None
+    return _setting("learning_rate", lr, nice(lr / factor, below=lr), why, f.rule_id)
+
+
+def _clipping_on(ctx: ReportContext, f: Finding, why: str) -> Change | None:
+    _, how = ctx.clip_threshold()
+    if how != "off":
+        return None
+    return _setting("max_grad_norm", 0.0, 1.0, why, f.rule_id)
+
+
+def _warmup_share(ctx: ReportContext) -> tuple[float | None, str | None, Any]:
+    """(warmup as a share of the planned steps, how it was configured, configured value)."""
+    meta = ctx.run.meta
+    planned = ctx.planned_steps() or ctx.run.last_step
+    if meta.warmup_steps and meta.warmup_steps >= 1:
+        share = meta.warmup_steps / planned if planned else None
+        return share, "warmup_steps", meta.warmup_steps
+    if meta.warmup_ratio:
+        return meta.warmup_ratio, "warmup_ratio", meta.warmup_ratio
+    if ctx.feature("lr.has_warmup") is False or meta.warmup_steps == 0:
+        return 0.0, None, 0
+    return None, None, None
+
+
+def _more_warmup(ctx: ReportContext, f: Finding, why: str, target: float = 0.1) -> Change | None:
+    share, how, value = _warmup_share(ctx)
+    if share is None or share >= target * 0.99:
+        return None
+    planned = ctx.planned_steps() or ctx.run.last_step
+    if how == "warmup_steps" and planned:
+        new = max(int(value) * 2, round(target * planned))
+        return _setting("warmup_steps", int(value), new, why, f.rule_id)
+    return _setting("warmup_ratio", float(value or 0.0), target, why, f.rule_id)
+
+
+def _duration(ctx: ReportContext, f: Finding, to_step: int | None, why: str) -> Change | None:
+    """Shorten (``to_step`` < last) or lengthen the run in the unit the user configured."""
+    raw_max = ctx.run.meta.hyperparameters.get("max_steps")
+    last = ctx.run.last_step
+    if to_step is None or last is None or to_step <= 0:
+        return None
+    if isinstance(raw_max, int) and raw_max > 0:
+        return _setting("max_steps", raw_max, int(to_step), why, f.rule_id)
+    epochs = ctx.setting("num_train_epochs")
+    at = ctx.epoch_at(to_step) if to_step <= last else None
+    if at is None and to_step > last and isinstance(epochs, (int, float)):
+        at = float(epochs) * to_step / last
+    if isinstance(epochs, (int, float)) and at is not None:
+        new = max(1, math.ceil(at - 1e-9))
+        if new != epochs:
+            return _setting("num_train_epochs", epochs, new, why, f.rule_id)
+    return _setting(
+        "max_steps", raw_max if raw_max is not None else None, int(to_step), why, f.rule_id
+    )
+
+
+# -- one handler per rule ----------------------------------------------------------------------
+
+
+def _overfitting(ctx: ReportContext, f: Finding) -> list[Change | None]:
+    from curvediag.report.timeline import checkpoint_note
+
+    best = ctx.step("eval.min_step") or f.onset_step
+    out: list[Change | None] = []
+    if best is not None and ctx.setting("load_best_model_at_end") is not True:
+        extra = ', with `metric_for_best_model="eval_loss"`'
+        save = ctx.run.meta.save_steps
+        eval_steps = ctx.run.meta.eval_steps
+        strategy = str(ctx.setting("save_strategy") or "").lower()
+        if (
+            eval_steps
+            and eval_steps >= 1
+            and (strategy.endswith("no") or (save and save >= 1 and best % int(save) != 0))
+        ):
+            extra += (
+                f" and `save_steps: {setting_value(int(save or 0)) if save else 'unset'} -> "
+                f"{int(eval_steps)}` (= eval_steps, so the step-{best} weights are saved)"
+            )
+            if strategy.endswith("no"):
+                extra += ' and `save_strategy: "no" -> "steps"`'
+        why = (
+            f"the best eval loss {num(ctx.number('eval.min'))} was at step {best}; "
+            f"{checkpoint_note(ctx, best)}. Keep the best weights whatever else changes"
+        )
+        out.append(
+            _setting(
+                "load_best_model_at_end",
+                ctx.setting("load_best_model_at_end") or False,
+                True,
+                why,
+                f.rule_id,
+                extra,
+            )
+        )
+    last = ctx.run.last_step
+    if best is not None and last is not None and best < last:
+        at = ctx.epoch_at(best)
+        when = f"step {best}" + (f", epoch {num(at, 3)}" if at is not None else "")
+        out.append(
+            _duration(
+                ctx,
+                f,
+                best,
+                f"eval loss bottomed out at {when} and rose "
+                f"{pct(ctx.number('eval.rise_after_min'))}"
+                " after it while the train loss kept falling; or add "
+                "`EarlyStoppingCallback(early_stopping_patience=3)`",
+            )
+        )
+    wd = ctx.setting("weight_decay")
+    if not isinstance(wd, (int, float)) or wd < 0.01:
+        out.append(
+            _setting(
+                "weight_decay", wd, 0.05, "regularise the memorisation (or add data)", f.rule_id
+            )
+        )
+    return out
+
+
+def _lr_too_high(
+    factor: float, what: str
+) -> Callable[[ReportContext, Finding], list[Change | None]]:
+    def handler(ctx: ReportContext, f: Finding) -> list[Change | None]:
+        lr = _lr(ctx)
+        why = f"{what}; a {factor:g}x lower peak learning rate keeps the updates bounded"
+        if lr is not None and ctx.number("lr.peak") and ctx.number("lr.peak") != lr:
+            why += f" (the run reached {setting_value(ctx.number('lr.peak'))})"
+        return [
+            _lower_lr(ctx, f, factor, why),
+            _clipping_on(ctx, f, "clipping was off: one large gradient can blow up the weights"),
+            _more_warmup(ctx, f, "the first large updates should come at a small learning rate"),
+        ]
+
+    return handler
+
+
+def _nan_after_growth(ctx: ReportContext, f: Finding) -> list[Change | None]:
+    growth = ctx.number("nan.grad_growth")
+    what = f"the loss turned non-finite at step {ctx.step('nan.first_step')}"
+    if growth:
+        what += f" after the grad norm grew {num(growth, 3)}x"
+    return _lr_too_high(10, what)(ctx, f)
+
+
+def _nan_sudden(ctx: ReportContext, f: Finding) -> list[Change | None]:
+    out: list[Change | None] = []
+    step = ctx.step("nan.first_step")
+    if ctx.setting("fp16") is True:
+        out.append(
+            _setting(
+                "fp16",
+                True,
+                False,
+                "fp16 loss scaling overflows without warning; bf16 has the range of fp32",
+                f.rule_id,
+                ", with `bf16: False -> True` (Ampere or newer GPUs)",
+            )
+        )
+    out.append(
+        _action(
+            "inspect-batch",
+            f"Inspect the batch of step {step}: very long, empty or fully masked examples",
+            "a NaN out of a calm run often comes from one bad batch",
+            f.rule_id,
+        )
+    )
+    out.append(_clipping_on(ctx, f, "clipping was off"))
+    return out
+
+
+def _nan_at_start(ctx: ReportContext, f: Finding) -> list[Change | None]:
+    return [
+        _action(
+            "inspect-first-batches",
+            "Inspect the first batches: NaN/Inf inputs, empty sequences, labels all -100",
+            "the very first logged loss was already "
+            "non-finite, before the optimizer could do any harm",
+            f.rule_id,
+        ),
+    ]
+
+
+def _spike(ctx: ReportContext, f: Finding) -> list[Change | None]:
+    step = ctx.step("spike.step") or f.onset_step
+    lo, hi = ctx.step("spike.example_lo"), ctx.step("spike.example_hi")
+    where = (
+        f" (training examples {lo}-{hi - 1} of that epoch's order)" if lo is not None and hi else ""
+    )
+    out: list[Change | None] = [
+        _action(
+            "inspect-batch",
+            f"Inspect the batch of step {step}{where} for corrupt, empty or very long examples",
+            f"the loss jumped {num(ctx.number('spike.ratio'), 3)}x its "
+            "baseline at that step"
+            + ("and recovered at once" if ctx.feature("spike.recovered") is True else ""),
+            f.rule_id,
+        ),
+        _clipping_on(ctx, f, "clipping was off, so one bad batch could move the weights far"),
+    ]
+    count = ctx.step("spike.count") or 1
+    if count > 1:
+        out.append(
+            _lower_lr(
+                ctx,
+                f,
+                2,
+                f"{count} spikes after warmup: the learning rate is close to the edge of stability",
+            )
+        )
+    return out
+
+
+def _clipping(ctx: ReportContext, f: Finding) -> list[Change | None]:
+    thr, _ = ctx.clip_threshold()
+    med = ctx.number("grad.median_after_warmup")
+    share = ctx.number("grad.clip_fraction_after_warmup")
+    what = f"the grad norm was clipped on {pct(share, signed=False)} of the steps after warmup"
+    if med is not None and thr:
+        what += f" (median {num(med)} against max_grad_norm={setting_value(thr)})"
+    out: list[Change | None] = [_lower_lr(ctx, f, 3, what)]
+    if thr is not None and thr < 1.0:
+        out.append(
+            _setting(
+                "max_grad_norm",
+                thr,
+                1.0,
+                f"a threshold of {setting_value(thr)} is "
+                "far below the grad norms this model produces: every update is "
+                "rescaled",
+                f.rule_id,
+            )
+        )
+    out.append(_more_warmup(ctx, f, "early large gradients should meet a small learning rate"))
+    return out
+
+
+def _no_warmup(ctx: ReportContext, f: Finding) -> list[Change | None]:
+    rise = ctx.number("loss.early_rise")
+    why = "the loss rose in the first steps"
+    if rise is not None:
+        why += f" ({pct(rise)} by step {ctx.step('loss.early_peak_step')})"
+    why += " with the full learning rate from step 0"
+    return [
+        _more_warmup(ctx, f, why),
+        _lower_lr(ctx, f, 2, "if it persists with warmup, the peak learning rate is too high"),
+    ]
+
+
+def _not_decreasing(ctx: ReportContext, f: Finding) -> list[Change | None]:
+    lr = _lr(ctx)
+    imp = ctx.number("loss.improvement")
+    out: list[Change | None] = []
+    if lr is not None:
+        out.append(
+            _setting(
+                "learning_rate",
+                lr,
+                nice(lr * 10, above=lr),
+                f"the train loss fell only {pct(imp, signed=False)} over the run",
+                f.rule_id,
+            )
+        )
+    out.append(
+        _action(
+            "check-trainable",
+            "Check the trainable-parameter count (and the LoRA target modules)",
+            "a frozen model does not learn at any learning rate",
+            f.rule_id,
+        )
+    )
+    out.append(
+        _action(
+            "inspect-batch",
+            "Inspect one collated batch: inputs, attention mask and "
+            "labels line up, most labels not -100",
+            "bad labels look like a learning rate that is too low",
+            f.rule_id,
+        )
+    )
+    return out
+
+
+def _plateau(ctx: ReportContext, f: Finding) -> list[Change | None]:
+    return [
+        _action(
+            "check-labels",
+            "Count the non-masked label tokens per example "
+            "(labels != -100) and check the label alignment",
+            f"the loss fell "
+            f"{pct(ctx.number('loss.drop_before_stop'), signed=False)} and then stayed flat "
+            f"at {num(ctx.number('loss.tail'))}: the classic label-masking signature",
+            f.rule_id,
+        ),
+    ]
+
+
+def _still_improving(ctx: ReportContext, f: Finding) -> list[Change | None]:
+    last = ctx.run.last_step
+    if last is None:
+        return []
+    return [
+        _duration(
+            ctx,
+            f,
+            last * 2,
+            f"the loss was still falling at the end "
+            f"({pct(ctx.number('loss.change_late'))} over the last quarter)",
+        )
+    ]
+
+
+def _eval_flat(ctx: ReportContext, f: Finding) -> list[Change | None]:
+    return [
+        _action(
+            "check-eval-preprocessing",
+            "Check that the eval set goes through the same "
+            "preprocessing, template and label masking as the train set",
+            f"the train loss "
+            f"moved {pct(ctx.number('eval.train_change'))} while the eval loss stayed at "
+            f"about {num(ctx.number('eval.last'))}",
+            f.rule_id,
+        ),
+    ]
+
+
+def _warmup_too_long(ctx: ReportContext, f: Finding) -> list[Change | None]:
+    _, how, value = _warmup_share(ctx)
+    planned = ctx.planned_steps() or ctx.run.last_step
+    if not planned:
+        return []
+    why = (
+        "warmup never ended: the learning rate was still rising when the run stopped at step "
+        f"{planned}"
+    )
+    if how == "warmup_ratio":
+        return [_setting("warmup_ratio", value, 0.05, why, f.rule_id)]
+    return [_setting("warmup_steps", value, max(1, round(0.05 * planned)), why, f.rule_id)]
+
+
+def _spike_at_warmup_end(ctx: ReportContext, f: Finding) -> list[Change | None]:
+    why = "the loss spiked where warmup handed over the full learning rate"
+    return [_lower_lr(ctx, f, 2, why), _more_warmup(ctx, f, why, target=0.1)]
+
+
+def _batch_noise(ctx: ReportContext, f: Finding) -> list[Change | None]:
+    accum = ctx.setting("gradient_accumulation_steps")
+    cur = int(accum) if isinstance(accum, (int, float)) and accum >= 1 else 1
+    noise = num(ctx.number("loss.noise"), 3)
+    why = f"the loss is noisy (relative noise {noise}): average more examples per update"
+    return [_setting("gradient_accumulation_steps", cur, cur * 4, why, f.rule_id)]
+
+
+#: Rule id -> handler proposing changes, most useful first.
+HANDLERS: dict[str, Callable[[ReportContext, Finding], list[Change | None]]] = {
+    "overfitting": _overfitting,
+    "eval-loss-rising": _overfitting,
+    "loss-nonfinite-after-grad-growth": _nan_after_growth,
+    "loss-nonfinite-sudden": _nan_sudden,
+    "loss-nonfinite-at-start": _nan_at_start,
+    "loss-diverging": _lr_too_high(5, "the train loss climbed back up after its minimum"),
+    "exploding-gradients": _lr_too_high(3, "the grad norm kept growing after warmup"),
+    "grad-clipping-saturated": _clipping,
+    "loss-spike": _spike,
+    "early-instability-no-warmup": _no_warmup,
+    "loss-not-decreasing": _not_decreasing,
+    "loss-plateau-after-drop": _plateau,
+    "still-improving-at-end": _still_improving,
+    "eval-flat-while-train-falls": _eval_flat,
+    "warmup-longer-than-run": _warmup_too_long,
+    "spike-at-warmup-end": _spike_at_warmup_end,
+    "loss-oscillating": _lr_too_high(3, "the loss oscillates after warmup"),
+    "loss-noisy": _batch_noise,
+}
+
+
+def next_run_changes(diagnosis: Diagnosis | ReportContext) -> list[Change]:
+    """The ordered changes to try, one at a time, at most :data:`MAX_CHANGES`."""
+    from curvediag.report.context import ReportContext
+
+    ctx = diagnosis if isinstance(diagnosis, ReportContext) else ReportContext.of(diagnosis)
+    findings = sorted(
+        (f for f in ctx.diagnosis.findings if f.severity.value != "info"),
+        key=lambda f: (-f.severity.rank, -f.confidence),
+    )
+    per_finding: list[list[Change]] = []
+    for f in findings:
+        handler = HANDLERS.get(f.rule_id)
+        if handler is not None:
+            changes = [c for c in handler(ctx, f) if c is not None]
+        elif f.fixes:
+            changes = [_action(f"fix:{f.rule_id}", f.fixes[0], f.title, f.rule_id)]
+        else:
+            changes = []
+        per_finding.append(changes)
+    ordered = [c[0] for c in per_finding if c] + [x for c in per_finding for x in c[1:]]
+    out: list[Change] = []
+    seen: set[str] = set()
+    for c in ordered:
+        if c.key in seen:
+            continue
+        seen.add(c.key)
+        out.append(c)
+    return out[:MAX_CHANGES]
