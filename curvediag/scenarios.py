@@ -81,7 +81,7 @@ def _healthy_base(seed: int, **over: Any) -> _Base:
     start = float(rng.uniform(2.0, 10.5))
     floor = start * float(rng.uniform(0.15, 0.6))
     rate = float(over.get("rate", rng.uniform(4.0, 9.0)))
-    noise = float(over.get("noise", rng.uniform(0.01, 0.06)))
+    noise = float(over.get("noise", rng.uniform(0.01, 0.04)))
     x = np.linspace(0.0, 1.0, n)
     clean = floor + (start - floor) * np.exp(-rate * x)
     loss = clean * np.exp(rng.normal(0.0, noise, n))
@@ -112,12 +112,26 @@ def _healthy_base(seed: int, **over: Any) -> _Base:
         "finished": True,
         "summary": {"train_runtime": float(n * every * 0.2)},
     }
+    # What healthy runs really look like, and what trips hand-written alerts:
+    if over.get("realistic", True):
+        if rng.uniform() < 0.35:  # a transient spike while the learning rate warms up
+            j = int(rng.integers(1, max(2, warm)))
+            loss[j] *= float(rng.uniform(2.0, 3.0))
+        if rng.uniform() < 0.4:  # huge gradient norms in the first steps (LLM fine-tuning)
+            k = max(2, warm // 2)
+            grad[:k] *= float(rng.uniform(10.0, 40.0))
+        if rng.uniform() < 0.25:  # a small-batch run: noisier, but converging
+            loss *= np.exp(rng.normal(0.0, 0.04, n))
     b = _Base(rng, n, every, warm, peak, loss, lr, grad, eval_every, epochs, noise, meta)
+    ev_noise = float(rng.uniform(0.002, 0.012))
     b.eval_loss = (
         clean[b.eval_idx()]
         * float(rng.uniform(1.02, 1.12))
-        * np.exp(rng.normal(0.0, 0.004, b.eval_idx().size))
+        * np.exp(rng.normal(0.0, ev_noise, b.eval_idx().size))
     )
+    if over.get("realistic", True) and rng.uniform() < 0.3 and b.eval_loss.size > 4:
+        j = int(rng.integers(2, b.eval_loss.size - 1))
+        b.eval_loss[j] *= float(rng.uniform(1.05, 1.09))  # one noisy evaluation
     b.wall = 1.7e9 + np.cumsum(np.full(n, every * 0.2) * np.exp(rng.normal(0, 0.05, n)))
     return b
 

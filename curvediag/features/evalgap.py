@@ -166,28 +166,41 @@ def _grad(ctx: FeatureContext) -> dict[str, Value]:
         raise InsufficientDataError("no finite grad-norm values")
     warm = ctx.get("run.warmup_end_step")
     after = s > int(warm or 0)
+    i_max = int(np.argmax(g))
+    out: dict[str, Value] = {
+        "grad.n": int(values.size),
+        "grad.threshold": thr,
+        "grad.clip_fraction": float(np.mean(g > thr)),
+        "grad.max": float(g[i_max]),
+        "grad.max_step": int(s[i_max]),
+        "grad.first_nonfinite_step": int(steps[bad_i[0]]) if bad_i.size else None,
+        "grad.nonfinite_count": int(bad_i.size),
+        # high grad norms during warmup are normal: nothing is judged until warmup is over
+        "grad.clip_fraction_after_warmup": None,
+        "grad.median_after_warmup": None,
+        "grad.p90_after_warmup": None,
+        "grad.ratio_to_threshold": None,
+        "grad.growth": None,
+        "grad.growth_start_step": None,
+        "grad.near_zero": None,
+    }
     if int(after.sum()) < 3:
-        after = np.ones_like(after)
+        return out
     ga, sa = g[after], s[after]
     m = ga.size
     early = ga[: max(1, int(m * 0.3))]
     late = ga[-max(1, int(m * 0.2)) :]
     base = float(np.median(early))
     med = float(np.median(ga))
-    i_max = int(np.argmax(g))
-    return {
-        "grad.n": int(values.size),
-        "grad.threshold": thr,
-        "grad.clip_fraction": float(np.mean(g > thr)),
-        "grad.clip_fraction_after_warmup": float(np.mean(ga > thr)),
-        "grad.median_after_warmup": med,
-        "grad.p90_after_warmup": float(np.percentile(ga, 90)),
-        "grad.ratio_to_threshold": med / thr if thr > 0 else None,
-        "grad.max": float(g[i_max]),
-        "grad.max_step": int(s[i_max]),
-        "grad.growth": float(np.median(late) / base) if base > 0 else None,
-        "grad.growth_start_step": int(sa[-max(1, int(m * 0.2))]),
-        "grad.first_nonfinite_step": int(steps[bad_i[0]]) if bad_i.size else None,
-        "grad.nonfinite_count": int(bad_i.size),
-        "grad.near_zero": bool(med < 1e-6),
-    }
+    out.update(
+        {
+            "grad.clip_fraction_after_warmup": float(np.mean(ga > thr)),
+            "grad.median_after_warmup": med,
+            "grad.p90_after_warmup": float(np.percentile(ga, 90)),
+            "grad.ratio_to_threshold": med / thr if thr > 0 else None,
+            "grad.growth": float(np.median(late) / base) if base > 0 else None,
+            "grad.growth_start_step": int(sa[-max(1, int(m * 0.2))]),
+            "grad.near_zero": bool(med < 1e-6),
+        }
+    )
+    return out

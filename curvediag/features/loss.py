@@ -92,7 +92,7 @@ def _loss(ctx: FeatureContext) -> dict[str, Value]:
     scale = LossScale(v)
     t = scale.forward(v)
     n = v.size
-    k = max(1, n // 10)
+    k = max(min(3, n), n // 10)  # the tail is never a single log
     k_head = max(1, min(3, k))
     head_t, tail_t = float(np.median(t[:k_head])), float(np.median(t[-k:]))
     span = float(s[-1] - s[0]) or 1.0
@@ -136,7 +136,9 @@ def _loss(ctx: FeatureContext) -> dict[str, Value]:
         "loss.change_mid": change("mid"),
         "loss.change_late": change("late"),
         "loss.noise": float(noise),
-        "loss.noise_to_drop": float(noise / max(_smoothed_drop(smooth, k), 1e-9)),
+        "loss.noise_to_drop": float(
+            noise / max(_smoothed_drop(smooth, k), abs(head_t - tail_t), 1e-9)
+        ),
         "loss.tail_ratio": float(np.median(v[-k:]) / np.median(v[:k_head]))
         if float(np.median(v[:k_head])) != 0
         else None,

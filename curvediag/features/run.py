@@ -22,7 +22,7 @@ from curvediag.features.registry import FeatureContext, Value, feature_group
         "lr.constant": "the learning rate never changed by more than 1%",
         "lr.constant_after_peak": "from its peak to the end the learning rate changed by less "
         "than 1% (no decay)",
-        "lr.zero_step": "first step after the peak where the learning rate fell to 1% of its peak",
+        "lr.zero_step": "first step from which the learning rate stayed at or below 1% of its peak",
         "lr.zero_progress": "fraction of the logged run at which that happened",
         "lr.still_rising": "the learning rate was still rising at the last log (warmup never "
         "ended)",
@@ -47,7 +47,11 @@ def _lr(ctx: FeatureContext) -> dict[str, Value]:
     constant_after = bool(
         peak > 0 and after.size >= 3 and (peak - float(after.min())) <= 0.01 * peak
     )
-    low = np.flatnonzero(after <= 0.01 * peak) if peak > 0 else np.array([], dtype=int)
+    # the first step from which the LR STAYS at ~0 (cyclic schedules touch 0 and come back)
+    stays_low = (
+        np.logical_and.accumulate((after <= 0.01 * peak)[::-1])[::-1] if peak > 0 else after < 0
+    )
+    low = np.flatnonzero(stays_low)
     zero_i = int(low[0]) + i_peak if low.size else None
     span = float(steps[-1] - steps[0]) or 1.0
     rising = bool(
@@ -128,13 +132,16 @@ def _run(ctx: FeatureContext) -> dict[str, Value]:
     elif meta.warmup_ratio and meta.max_steps:
         configured = int(meta.warmup_ratio * meta.max_steps)
     ended_early = bool(
-        progress is not None and progress < 0.9 and meta.finished is not True and not meta.summary
+        progress is not None
+        and progress < 0.9
+        and meta.finished is not True
+        and "train_runtime" not in meta.summary  # the Trainer's end-of-training summary
     )
     return {
         "run.eval_count": 0 if ev is None else len(ev),
         "run.train_logs": 0 if tl is None else len(tl),
         "run.ended_early": ended_early,
-        "run.snapshot_only": run.format == "hf-trainer" and not meta.summary,
+        "run.snapshot_only": run.format == "hf-trainer" and "train_runtime" not in meta.summary,
         "run.warmup_configured": configured,
         "run.last_step": last,
         "run.max_steps": meta.max_steps,

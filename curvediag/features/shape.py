@@ -17,6 +17,20 @@ def _finite_before_nan(ctx: FeatureContext) -> tuple[np.ndarray, np.ndarray]:
     return steps[:end][ok[:end]], values[:end][ok[:end]]
 
 
+def _acf_peak(r: np.ndarray, max_lag: int) -> tuple[float, int | None]:
+    """Highest autocorrelation past the first zero crossing, and its lag (None if none)."""
+    denom = float(np.dot(r, r))
+    if denom <= 0 or max_lag < 2:
+        return 0.0, None
+    acf = np.array([float(np.dot(r[:-k], r[k:])) / denom for k in range(1, max_lag + 1)])
+    below = np.flatnonzero(acf <= 0)
+    if not below.size or int(below[0]) + 1 >= acf.size:
+        return 0.0, None
+    start = int(below[0])
+    j = start + int(np.argmax(acf[start:]))
+    return float(acf[j]), j + 1
+
+
 @feature_group(
     "osc",
     requires=["train/loss"],
@@ -40,8 +54,12 @@ def _osc(ctx: FeatureContext) -> dict[str, Value]:
     scale = LossScale(v)
     t = scale.forward(v)
     trend = rolling_median(t, max(9, (v.size // 4) | 1))
-    r = t - trend
-    r = r - np.mean(r)
+    raw = t - trend
+    # per-log noise hides a long period, a 3-point mean hides a short one: keep the stronger
+    smoothed = np.convolve(raw, np.ones(3) / 3.0, mode="same")
+    peaks = [_acf_peak(x - np.mean(x), v.size // 3) for x in (raw, smoothed)]
+    peak_acf, lag = max(peaks, key=lambda p: p[0])
+    r = raw - np.mean(raw)
     denom = float(np.dot(r, r))
     if denom <= 0:
         return {
@@ -51,15 +69,6 @@ def _osc(ctx: FeatureContext) -> dict[str, Value]:
             "osc.period_steps": None,
             "osc.cycles": 0.0,
         }
-    max_lag = v.size // 3
-    acf = np.array([float(np.dot(r[:-k], r[k:])) / denom for k in range(1, max_lag + 1)])
-    below = np.flatnonzero(acf <= 0)
-    peak_acf, lag = 0.0, None
-    if below.size:
-        start = int(below[0])
-        if start + 1 < acf.size:
-            j = start + int(np.argmax(acf[start:]))
-            peak_acf, lag = float(acf[j]), j + 1
     amp = scale.ratio(2.0 * 1.4826 * float(np.median(np.abs(r)))) if r.size else 0.0
     step_gap = float(np.median(np.diff(s))) if s.size > 1 else 1.0
     return {
@@ -124,7 +133,7 @@ def _epoch(ctx: FeatureContext) -> dict[str, Value]:
         "resume.step": "restart step with the largest level shift",
         "resume.shift": "fractional change of the loss level across that restart (disjoint "
         "windows before and after)",
-        "resume.shift_z": "that shift in units of the loss noise",
+        "resume.shift_z": "that shift in standard errors (noise of the window medians)",
     },
 )
 def _resume(ctx: FeatureContext) -> dict[str, Value]:
@@ -152,8 +161,10 @@ def _resume(ctx: FeatureContext) -> dict[str, Value]:
         before = float(np.median(t[max(0, i - w) : i]))
         after = float(np.median(t[i : i + w]))
         shift = after - before
+        # standard error of the difference of two medians of w noisy points
+        se = 1.2533 * noise * np.sqrt(2.0 / w)
         if best is None or abs(shift) > abs(best[0]):
-            best = (shift, r, shift / noise)
+            best = (shift, r, shift / se)
     if best is not None:
         out.update(
             {
