@@ -12,7 +12,9 @@ def test_scenarios_are_seeded() -> None:
     a, b = make_scenario("overfitting", 11), make_scenario("overfitting", 11)
     assert np.array_equal(a.run.metrics["eval/loss"].values, b.run.metrics["eval/loss"].values)
     c = make_scenario("overfitting", 12)
-    assert not np.array_equal(a.run.metrics["train/loss"].values, c.run.metrics["train/loss"].values)
+    assert not np.array_equal(
+        a.run.metrics["train/loss"].values, c.run.metrics["train/loss"].values
+    )
 
 
 def test_every_fault_names_a_rule() -> None:
