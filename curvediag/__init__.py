@@ -13,6 +13,7 @@ __version__ = "0.1.0"
 
 _LAZY = {
     "diagnose": "curvediag.diagnosis",
+    "diagnose_many": "curvediag.batch.api",
     "load_run": "curvediag.ingest",
     "extract_features": "curvediag.features",
     "FeatureSet": "curvediag.features",
@@ -59,12 +60,14 @@ __all__ = [
     "UnrecognizedFormatError",
     "__version__",
     "diagnose",
+    "diagnose_many",
     "extract_features",
     "load_rules",
     "load_run",
 ]
 
 if TYPE_CHECKING:
+    from curvediag.batch.api import diagnose_many
     from curvediag.diagnosis import diagnose
     from curvediag.errors import (
         CurvediagError,

@@ -121,6 +121,7 @@ def _build_parser() -> argparse.ArgumentParser:
 #: heavy at module level (``curvediag --help`` must stay fast).
 _PLUGGED: list[tuple[str, str, str]] = [
     ("report", "curvediag.report.cli", "write a markdown postmortem with plots"),
+    ("batch", "curvediag.batch.cli", "diagnose every run under one or more folders into one table"),
 ]
 
 

@@ -1,0 +1,62 @@
+"""A one-line progress bar on stderr: runs done, errors, rate. Silent when not a terminal."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import IO
+
+__all__ = ["Progress"]
+
+
+class Progress:
+    """``update(runs, errors)`` as results arrive; ``close()`` ends the line.
+
+    Args:
+        stream: Where to draw (default stderr).
+        enabled: Force on or off; by default on only when ``stream`` is a terminal.
+        interval: Seconds between redraws.
+    """
+
+    def __init__(
+        self, stream: IO[str] | None = None, *, enabled: bool | None = None, interval: float = 0.2
+    ) -> None:
+        self.stream = stream if stream is not None else sys.stderr
+        if enabled is None:
+            isatty = getattr(self.stream, "isatty", None)
+            enabled = bool(isatty and isatty())
+        self.enabled = enabled
+        self.interval = interval
+        self.start = time.perf_counter()
+        self._last = 0.0
+        self._width = 0
+        self.runs = 0
+        self.errors = 0
+
+    def line(self) -> str:
+        elapsed = time.perf_counter() - self.start
+        rate = self.runs / elapsed if elapsed > 0 else 0.0
+        return (
+            f"curvediag batch: {self.runs:,} runs done, {self.errors:,} errors, "
+            f"{rate:.1f} runs/s, {elapsed:.0f} s"
+        )
+
+    def update(self, runs: int, errors: int, *, force: bool = False) -> None:
+        self.runs, self.errors = runs, errors
+        if not self.enabled:
+            return
+        now = time.perf_counter()
+        if not force and now - self._last < self.interval:
+            return
+        self._last = now
+        text = self.line()
+        pad = " " * max(0, self._width - len(text))
+        self._width = len(text)
+        self.stream.write("\r" + text + pad)
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.enabled:
+            self.update(self.runs, self.errors, force=True)
+            self.stream.write("\n")
+            self.stream.flush()
