@@ -9,6 +9,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from curvediag.cli_options import add_rule_options, err, parse_map
+
 __all__ = ["main"]
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -59,7 +61,7 @@ def _build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     d.add_argument("path", metavar="PATH", help="trainer_state.json or a run folder")
-    _rule_options(d)
+    add_rule_options(d, with_map=True)
     d.add_argument(
         "--format",
         choices=("text", "json", "markdown"),
@@ -72,13 +74,6 @@ def _build_parser() -> argparse.ArgumentParser:
         default="critical",
         help="exit 1 when a finding of this severity or worse fired (default: critical)",
     )
-    d.add_argument(
-        "--map",
-        action="append",
-        default=[],
-        metavar="RAW=CANONICAL",
-        help="map a metric name the run uses onto a canonical one, e.g. my/loss=train/loss",
-    )
 
     r = sub.add_parser(
         "rules",
@@ -87,10 +82,10 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     rsub = r.add_subparsers(dest="rules_command", metavar="ACTION")
     lst = rsub.add_parser("list", help="table of the rules")
-    _rule_options(lst, with_set=False)
+    add_rule_options(lst, with_set=False)
     ex = rsub.add_parser("explain", help="a rule's documentation, parameters and defaults")
     ex.add_argument("rule_id", metavar="ID")
-    _rule_options(ex, with_set=False)
+    add_rule_options(ex, with_set=False)
     va = rsub.add_parser("validate", help="check rule files (schema, features, parameters)")
     va.add_argument("files", nargs="+", metavar="FILE", help="rule files or folders")
     te = rsub.add_parser(
@@ -100,7 +95,7 @@ def _build_parser() -> argparse.ArgumentParser:
         "built-in catalog's own tests run.",
     )
     te.add_argument("files", nargs="*", metavar="FILE", help="test files or folders")
-    _rule_options(te, with_set=False)
+    add_rule_options(te, with_set=False)
     sc = rsub.add_parser("schema", help="print the JSON Schema of a rule file")
     sc.add_argument("-o", "--output", help="write to this file instead of stdout")
     sub.add_parser("features", help="list the features rules can use")
@@ -125,46 +120,16 @@ _PLUGGED: list[tuple[str, str, str]] = [
 ]
 
 
-def _rule_options(p: argparse.ArgumentParser, *, with_set: bool = True) -> None:
-    p.add_argument(
-        "--rules",
-        action="append",
-        default=[],
-        metavar="FILE",
-        help="extra rule file or folder (repeatable)",
-    )
-    p.add_argument("--no-builtin", action="store_true", help="do not load the built-in rules")
-    if with_set:
-        p.add_argument(
-            "--set",
-            action="append",
-            default=[],
-            metavar="ID.PARAM=VALUE",
-            help="override a rule parameter (repeatable); features.NAME=VALUE for feature "
-            "settings such as features.max_grad_norm",
-        )
-
-
-def _err(msg: str) -> None:
-    print(f"curvediag: error: {msg}", file=sys.stderr)
-
-
 def _cmd_diagnose(args: argparse.Namespace) -> int:
     from curvediag.diagnosis import diagnose
     from curvediag.ingest import load_run
     from curvediag.ruleset.loader import load_rules, parse_overrides
 
-    aliases = {}
-    for item in args.map:
-        if "=" not in item:
-            _err(f"--map {item!r}: expected RAW=CANONICAL")
-            return EXIT_ERROR
-        k, v = item.split("=", 1)
-        aliases[k.strip()] = v.strip()
+    aliases = parse_map(args.map)
     ruleset = load_rules(
         *args.rules, builtin=not args.no_builtin, overrides=parse_overrides(args.set)
     )
-    run = load_run(args.path, aliases=aliases or None)
+    run = load_run(args.path, aliases=aliases)
     d = diagnose(run, rules=ruleset)
     if args.format == "json":
         print(d.to_json())
@@ -182,7 +147,7 @@ def _cmd_rules(args: argparse.Namespace) -> int:
 
     action = args.rules_command
     if action is None:
-        _err("rules needs an action: list, explain, validate, test or schema")
+        err("rules needs an action: list, explain, validate, test or schema")
         return EXIT_ERROR
     if action == "schema":
         from curvediag.ruleset.schema import rule_json_schema
@@ -227,7 +192,7 @@ def _cmd_rules(args: argparse.Namespace) -> int:
         try:
             rule = ruleset.get(args.rule_id)
         except KeyError:
-            _err(f"no rule {args.rule_id!r}; 'curvediag rules list' shows the ids")
+            err(f"no rule {args.rule_id!r}; 'curvediag rules list' shows the ids")
             return EXIT_ERROR
         print(explain_rule(rule, ruleset.sources.get(rule.id)))
         return EXIT_OK
@@ -269,7 +234,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 code: int = importlib.import_module(module).run(args)
                 return code
     except CurvediagError as exc:
-        _err(str(exc))
+        err(str(exc))
         return EXIT_ERROR
     except BrokenPipeError:  # e.g. `curvediag ... | head`
         return EXIT_OK

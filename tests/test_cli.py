@@ -116,3 +116,11 @@ def test_demo_command_diagnoses_overfitting(capsys: pytest.CaptureFixture[str]) 
 def test_features_command(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["features"]) == 0
     assert "grad.clip_fraction" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("command", ["diagnose", "batch"])
+def test_bad_map_option_is_a_one_line_error(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([command, str(STATE / "resumed.json"), "--map", "no-equals-sign"]) == 2
+    assert "expected RAW=CANONICAL" in capsys.readouterr().err

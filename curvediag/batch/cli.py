@@ -8,6 +8,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from curvediag.cli_options import add_rule_options, err, parse_map
+
 __all__ = ["DESCRIPTION", "add_arguments", "run"]
 
 DESCRIPTION = """\
@@ -110,32 +112,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="exit 1 when some run has a finding of this severity or worse (default: critical)",
     )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar, no final line")
-    p.add_argument(
-        "--rules",
-        action="append",
-        default=[],
-        metavar="FILE",
-        help="extra rule file or folder (repeatable)",
-    )
-    p.add_argument("--no-builtin", action="store_true", help="do not load the built-in rules")
-    p.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="ID.PARAM=VALUE",
-        help="override a rule parameter (repeatable)",
-    )
-    p.add_argument(
-        "--map",
-        action="append",
-        default=[],
-        metavar="RAW=CANONICAL",
-        help="map a metric name onto a canonical one, e.g. my/loss=train/loss",
-    )
-
-
-def _err(msg: str) -> None:
-    print(f"curvediag: error: {msg}", file=sys.stderr)
+    add_rule_options(p, with_map=True)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -147,18 +124,12 @@ def run(args: argparse.Namespace) -> int:
     from curvediag.batch.table import TableWriter, format_for, open_writer
     from curvediag.ruleset.loader import parse_overrides
 
-    aliases = {}
-    for item in args.map:
-        if "=" not in item:
-            _err(f"--map {item!r}: expected RAW=CANONICAL")
-            return EXIT_ERROR
-        k, v = item.split("=", 1)
-        aliases[k.strip()] = v.strip()
+    aliases = parse_map(args.map) or {}
     if args.jobs is not None and args.jobs < 1:
-        _err("--jobs must be 1 or more")
+        err("--jobs must be 1 or more")
         return EXIT_ERROR
     if args.scheduler and args.engine != "dask":
-        _err("--scheduler needs --engine dask")
+        err("--scheduler needs --engine dask")
         return EXIT_ERROR
     spec = RuleSpec.make(
         args.rules, builtin=not args.no_builtin, overrides=parse_overrides(args.set)
@@ -181,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, OSError) as exc:
         for w in writers:
             w.close()
-        _err(str(exc))
+        err(str(exc))
         return EXIT_ERROR
     progress = Progress(enabled=False if args.quiet else None)
     try:
@@ -201,10 +172,10 @@ def run(args: argparse.Namespace) -> int:
             progress=progress,
         )
     except (ValueError, OSError) as exc:
-        _err(str(exc))
+        err(str(exc))
         return EXIT_ERROR
     except KeyboardInterrupt:
-        _err("interrupted: the outputs hold the runs finished before it")
+        err("interrupted: the outputs hold the runs finished before it")
         return 130
     if not args.quiet and any(o is not None and o != "-" for o in outputs):
         where = ", ".join(o for o in outputs if o and o != "-")

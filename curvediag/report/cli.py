@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import argparse
 import shlex
-import sys
+
+from curvediag.cli_options import add_rule_options, parse_map
 
 __all__ = ["DESCRIPTION", "add_arguments", "run"]
 
@@ -34,28 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "-o", "--output", required=True, metavar="DIR", help="folder to write the report into"
     )
     parser.add_argument("--no-plots", action="store_true", help="markdown only, no PNG plots")
-    parser.add_argument(
-        "--rules",
-        action="append",
-        default=[],
-        metavar="FILE",
-        help="extra rule file or folder (repeatable)",
-    )
-    parser.add_argument("--no-builtin", action="store_true", help="do not load the built-in rules")
-    parser.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="ID.PARAM=VALUE",
-        help="override a rule parameter (repeatable); features.NAME=VALUE for feature settings",
-    )
-    parser.add_argument(
-        "--map",
-        action="append",
-        default=[],
-        metavar="RAW=CANONICAL",
-        help="map a metric name the run uses onto a canonical one, e.g. my/loss=train/loss",
-    )
+    add_rule_options(parser, with_map=True)
 
 
 def _command(args: argparse.Namespace) -> str:
@@ -80,17 +60,11 @@ def run(args: argparse.Namespace) -> int:
     from curvediag.report.writer import render_report
     from curvediag.ruleset.loader import load_rules, parse_overrides
 
-    aliases = {}
-    for item in args.map:
-        if "=" not in item:
-            print(f"curvediag: error: --map {item!r}: expected RAW=CANONICAL", file=sys.stderr)
-            return 2
-        k, v = item.split("=", 1)
-        aliases[k.strip()] = v.strip()
+    aliases = parse_map(args.map)
     ruleset = load_rules(
         *args.rules, builtin=not args.no_builtin, overrides=parse_overrides(args.set)
     )
-    the_run = load_run(args.path, aliases=aliases or None)
+    the_run = load_run(args.path, aliases=aliases)
     d = diagnose(the_run, rules=ruleset)
     path = render_report(d, args.output, plots=not args.no_plots, command=_command(args))
     print(f"{path}  ({d.verdict}, {len(d.findings)} finding(s))")

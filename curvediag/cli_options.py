@@ -1,0 +1,63 @@
+"""Command-line options shared by ``diagnose``, ``report`` and ``batch`` (argparse only, so
+``curvediag --help`` stays fast)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterable
+
+from curvediag.errors import CurvediagError
+
+__all__ = ["add_rule_options", "err", "parse_map"]
+
+
+def add_rule_options(
+    p: argparse.ArgumentParser, *, with_set: bool = True, with_map: bool = False
+) -> None:
+    """``--rules``, ``--no-builtin`` and, optionally, ``--set`` and ``--map``."""
+    p.add_argument(
+        "--rules",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="extra rule file or folder (repeatable)",
+    )
+    p.add_argument("--no-builtin", action="store_true", help="do not load the built-in rules")
+    if with_set:
+        p.add_argument(
+            "--set",
+            action="append",
+            default=[],
+            metavar="ID.PARAM=VALUE",
+            help="override a rule parameter (repeatable); features.NAME=VALUE for feature "
+            "settings such as features.max_grad_norm",
+        )
+    if with_map:
+        p.add_argument(
+            "--map",
+            action="append",
+            default=[],
+            metavar="RAW=CANONICAL",
+            help="map a metric name the run uses onto a canonical one, e.g. my/loss=train/loss",
+        )
+
+
+def parse_map(items: Iterable[str]) -> dict[str, str] | None:
+    """``--map RAW=CANONICAL`` values as a mapping (None when there are none).
+
+    Raises:
+        CurvediagError: An item without ``=``.
+    """
+    aliases = {}
+    for item in items:
+        if "=" not in item:
+            raise CurvediagError(f"--map {item!r}: expected RAW=CANONICAL")
+        k, v = item.split("=", 1)
+        aliases[k.strip()] = v.strip()
+    return aliases or None
+
+
+def err(msg: str) -> None:
+    """One line on stderr, the way every curvediag command reports an error."""
+    print(f"curvediag: error: {msg}", file=sys.stderr)
