@@ -11,11 +11,12 @@ from curvediag.features.registry import FeatureContext, Value, feature_group
 
 
 def _smoothed_train_at(ctx: FeatureContext, at_steps: np.ndarray) -> np.ndarray:
-    """Train loss around each step: the median of the train logs in the window just before it.
+    """Train loss around each step: the median of the train logs near it.
 
-    The window is one logging interval, or 2% of the run when train is logged more often, so a
-    dense per-step log is smoothed while a sparse one compares like with like (the Trainer logs
-    train and eval at the same step). NaN where no train log falls in the window.
+    The window spans half a logging interval either side, or 2% of the run when train is logged
+    more often, so a dense per-step log is smoothed while a sparse one compares like with like
+    (the Trainer logs train and eval at the same step). Without a log in the window, the nearest
+    one within a logging interval is used; NaN beyond that.
     """
     steps, values, _ = train_loss(ctx)
     ok = np.isfinite(values)
@@ -23,13 +24,17 @@ def _smoothed_train_at(ctx: FeatureContext, at_steps: np.ndarray) -> np.ndarray:
     if v.size < 2:
         raise InsufficientDataError("fewer than 2 finite train-loss points")
     interval = float(np.median(np.diff(s)))
-    width = max(interval, 0.02 * float(s[-1] - s[0]))
+    half = max(0.5 * interval, 0.02 * float(s[-1] - s[0]))
     out = np.full(at_steps.size, np.nan)
     for i, st in enumerate(at_steps):
-        lo = int(np.searchsorted(s, st - width, side="right"))
-        hi = int(np.searchsorted(s, st, side="right"))
+        lo = int(np.searchsorted(s, st - half, side="left"))
+        hi = int(np.searchsorted(s, st + half, side="right"))
         if hi > lo:
             out[i] = float(np.median(v[lo:hi]))
+        else:  # sparse logs: the nearest train log, if it is within one logging interval
+            j = int(np.argmin(np.abs(s - st)))
+            if abs(float(s[j]) - float(st)) <= interval:
+                out[i] = float(v[j])
     return out
 
 
