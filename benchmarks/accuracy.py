@@ -63,6 +63,7 @@ class Result:
 # Corpus
 # ------------------------------------------------------------------------------------------
 def fixture_cases() -> list[LabelledRun]:
+    all_ids = set(curvediag.load_rules().ids)
     cases = []
     for folder in sorted((ROOT / "fixtures" / "hf").iterdir()):
         label_file = folder / "label.yaml"
@@ -79,7 +80,7 @@ def fixture_cases() -> list[LabelledRun]:
         onset = _fixture_onset(folder.name, measured)
         # a fixture label says what must fire and what must not; other findings are not judged
         must_not = set(label.get("must_not_fire") or [])
-        others = {r.id for r in curvediag.load_rules()} - must_not - expected
+        others = all_ids - must_not - expected
         if healthy:
             others = set()
         cases.append(

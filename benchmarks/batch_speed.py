@@ -31,12 +31,13 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from importlib import metadata
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+from _machine import cpu_name, versions  # noqa: E402  (benchmarks/_machine.py)
 
 from curvediag.synth_files import make_run_tree  # noqa: E402
 
@@ -62,16 +63,6 @@ for p in paths:
     verdicts[d.verdict] = verdicts.get(d.verdict, 0) + 1
 print(len(paths), verdicts, file=sys.stderr)
 """
-
-
-def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
 
 
 BURN = "x = 0\nfor i in range(20_000_000):\n    x += i\n"
@@ -205,7 +196,7 @@ def main() -> None:
         "`--jobs 2` can only beat one job by that factor).",
         "Versions: "
         + ", ".join(
-            f"{k} {metadata.version(k)}" for k in ("numpy", "pandas", "pydantic", "tensorboard")
+            f"{k} {v}" for k, v in versions(("numpy", "pandas", "pydantic", "tensorboard")).items()
         )
         + f", python {platform.python_version()}.",
         "",

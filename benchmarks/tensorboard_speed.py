@@ -30,13 +30,14 @@ import time
 import warnings
 from collections.abc import Callable, Iterator
 from functools import partial
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+from _machine import cpu_name, versions  # noqa: E402  (benchmarks/_machine.py)
 
 from curvediag.ingest._tfevents import (  # noqa: E402
     HAVE_CRC32C_PACKAGE,
@@ -153,26 +154,6 @@ def peak_memory(path: Path, warm: Path) -> dict[str, int]:
     return out
 
 
-def versions() -> dict[str, str]:
-    out = {"python": platform.python_version()}
-    for pkg in ("numpy", "protobuf", "tensorboard", "tbparse", "pandas", "crc32c"):
-        try:
-            out[pkg] = metadata.version(pkg)
-        except metadata.PackageNotFoundError:
-            out[pkg] = "not installed"
-    return out
-
-
-def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="10000,100000,1000000")
@@ -228,7 +209,10 @@ def write_report(
     out: Path, rows: list[dict[str, Any]], mem: dict[str, dict[str, int]], load: tuple[float, ...]
 ) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
-    v = versions()
+    v = {
+        "python": platform.python_version(),
+        **versions(("numpy", "protobuf", "tensorboard", "tbparse", "pandas", "crc32c")),
+    }
     lines = [
         "# TensorBoard event-file reading speed",
         "",

@@ -49,17 +49,19 @@ def test_rule_case(rule_id: str, case) -> None:  # type: ignore[no-untyped-def]
 
 
 def test_rule_coverage_report(capsys: pytest.CaptureFixture[str]) -> None:
-    """Every rule has both kinds of case; report how many are also tested on real runs."""
-    from curvediag.ruleset.testing import coverage, coverage_summary, run_rule_tests
+    """Every rule has both kinds of case; report how many are also tested on real runs.
 
-    results = run_rule_tests(ruleset=RULES)
-    cov = coverage(results)
-    assert set(cov) == set(RULES.ids)
-    assert all(c["fire"] and c["silent"] for c in cov.values())
+    (Whether the cases pass is test_rule_case's job: this only reads them.)
+    """
+    fire = {r for r, c in CASES if c.expect == "fire"}
+    silent = {r for r, c in CASES if c.expect == "silent"}
+    real = {r for r, c in CASES if c.fixture is not None}
+    assert set(RULES.ids) <= fire & silent, sorted(set(RULES.ids) - (fire & silent))
     with capsys.disabled():
-        print("\n" + coverage_summary(results))
-    # the real-Trainer fixtures back at least these rules' cases
-    real = {rid for rid, c in cov.items() if c["real"]}
+        print(
+            f"\nrule coverage: {len(fire & silent)}/{len(RULES)} rules have must-fire and "
+            f"must-stay-quiet cases; {len(real)} are also tested on real training runs"
+        )
     assert len(real) >= 18, sorted(real)
 
 

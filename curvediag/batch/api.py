@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import pandas as pd
 
-    from curvediag.batch.table import BatchStats, Row
+    from curvediag.batch.table import Row
 
 __all__ = ["diagnose_many"]
 
@@ -60,41 +60,6 @@ def diagnose_many(
         RuleSchemaError: A rule file or an override is invalid.
         MissingDependencyError: ``engine="dask"`` or a URL without the optional extra.
     """
-    df, _ = diagnose_many_with_stats(
-        paths,
-        jobs=jobs,
-        rules=rules,
-        overrides=overrides,
-        builtin=builtin,
-        aliases=aliases,
-        include=include,
-        exclude=exclude,
-        min_steps=min_steps,
-        max_file_size=max_file_size,
-        engine=engine,
-        scheduler=scheduler,
-        progress=progress,
-    )
-    return df
-
-
-def diagnose_many_with_stats(
-    paths: PathArg | Iterable[PathArg],
-    *,
-    jobs: int | None = None,
-    rules: Iterable[PathArg] | None = None,
-    overrides: Mapping[str, Any] | None = None,
-    builtin: bool = True,
-    aliases: Mapping[str, str] | None = None,
-    include: Iterable[str] = (),
-    exclude: Iterable[str] = (),
-    min_steps: int | None = None,
-    max_file_size: int | None = None,
-    engine: str = "local",
-    scheduler: str | None = None,
-    progress: bool = False,
-) -> tuple[pd.DataFrame, BatchStats]:
-    """:func:`diagnose_many`, plus the batch statistics (skipped files, seconds, ...)."""
     from curvediag.batch.discover import DEFAULT_MAX_FILE_SIZE
     from curvediag.batch.progress import Progress
     from curvediag.batch.runner import RuleSpec, run_batch
@@ -107,7 +72,7 @@ def diagnose_many_with_stats(
         def write(self, row: Row) -> None:
             rows.append(row)
 
-    stats = run_batch(
+    run_batch(
         roots,
         [_Collect()],
         jobs=jobs,
@@ -121,4 +86,4 @@ def diagnose_many_with_stats(
         max_file_size=DEFAULT_MAX_FILE_SIZE if max_file_size is None else max_file_size,
         progress=Progress(enabled=None if progress else False),
     )
-    return rows_frame(rows), stats
+    return rows_frame(rows)

@@ -41,6 +41,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from curvediag.batch._fs import Entry, FsspecFS, LocalFS, is_url, local_path_of
+from curvediag.ingest.aliases import STEP_COLUMNS
 
 __all__ = [
     "DEFAULT_MAX_FILE_SIZE",
@@ -134,22 +135,7 @@ _KERAS_DIRS = frozenset(
     {"train", "training", "validation", "valid", "val", "eval", "evaluation", "test"}
 )
 #: Column names that make a CSV/JSON Lines file look like a training log.
-_LOG_COLUMNS = frozenset(
-    {
-        "step",
-        "global_step",
-        "train/global_step",
-        "trainer/global_step",
-        "steps",
-        "iteration",
-        "iter",
-        "_step",
-        "epoch",
-        "_runtime",
-        "_timestamp",
-        "wall time",
-    }
-)
+_LOG_COLUMNS = frozenset({*STEP_COLUMNS, "epoch", "_runtime", "_timestamp", "wall time"})
 _RUNS_TABLE = {"name", "state", "notes", "user", "tags", "created", "runtime", "sweep"}
 _HEAD = 1 << 16
 _KIND_PROBLEM = {

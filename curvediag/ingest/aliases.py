@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-__all__ = ["ALIASES", "canonical_name"]
+__all__ = ["ALIASES", "STEP_COLUMNS", "canonical_name"]
 
 #: Exact (case-insensitive) spellings -> canonical name.
 ALIASES: dict[str, str] = {
@@ -64,6 +64,18 @@ ALIASES: dict[str, str] = {
     "train/memory_allocated": "system/memory_allocated",
     "gpu_mem": "system/memory_allocated",
 }
+
+#: Step columns of a tabular log, best first (``epoch`` is only a fallback).
+STEP_COLUMNS = (
+    "step",
+    "global_step",
+    "train/global_step",
+    "trainer/global_step",
+    "steps",
+    "iteration",
+    "iter",
+    "_step",
+)
 
 _PREFIXES = (
     ("eval_", "eval/"),

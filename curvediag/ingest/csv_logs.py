@@ -53,7 +53,7 @@ from curvediag.ingest._tabular import (
     wall_column,
 )
 from curvediag.ingest._tabular import finish_run as _finish
-from curvediag.ingest.aliases import ALIASES, canonical_name
+from curvediag.ingest.aliases import ALIASES, STEP_COLUMNS, canonical_name
 from curvediag.model import Run
 
 __all__ = [
@@ -72,17 +72,6 @@ CSV_FORMAT = "csv"
 JSONL_FORMAT = "jsonl"
 FORMATS = (LIGHTNING_FORMAT, TB_FORMAT, CSV_FORMAT, JSONL_FORMAT)
 
-#: Step columns of a plain CSV/JSONL log, best first (``epoch`` is the fallback).
-STEP_COLUMNS = (
-    "step",
-    "global_step",
-    "train/global_step",
-    "trainer/global_step",
-    "steps",
-    "iteration",
-    "iter",
-    "_step",
-)
 WALL_COLUMNS = ("wall_time", "wall time", "walltime", "timestamp", "_timestamp", "time")
 _CSV_SUFFIXES = {".csv", ".tsv"}
 _JSONL_SUFFIXES = {".jsonl", ".ndjson"}
