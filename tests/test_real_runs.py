@@ -61,6 +61,10 @@ TUNED = {
     "ts_lain": "loss-collapsed-to-zero",  # 0.47 -> 0.009 on ~31 examples
     "tb_hf_lain": "loss-collapsed-to-zero",  # the same run from its event file
     "ts_mt5_az": "run-ended-early",
+    # epoch logged rounded to 0.00 on the first rows: not an epoch boundary of its own
+    "wbb_alpaca": "loss-drops-at-epoch-boundaries",
+    # nanoGPT: steps are its `iter`, the plan is its max_iters (2,400 of 600,000)
+    "wbb_nanogpt_druid": "run-ended-early",
 }
 
 
@@ -68,6 +72,15 @@ TUNED = {
 def test_tuned_problems_stay_found(name: str) -> None:
     d = curvediag.diagnose(RUNS / name)
     assert TUNED[name] in d.finding_ids, d.finding_ids
+
+
+def test_a_loop_step_counter_and_loop_config_names_are_read() -> None:
+    run = curvediag.load_run(RUNS / "wbb_nanogpt_druid")
+    loss = run.get("train/loss")
+    assert loss is not None and int(loss.steps[-1]) == 2400  # `iter`, not W&B's _step (12)
+    assert run.meta.max_steps == 600000 and run.meta.warmup_steps == 2000
+    assert run.meta.max_grad_norm == 1.0  # grad_clip
+    assert "iter" not in run.metrics
 
 
 def test_the_same_run_gets_the_same_figures_from_both_formats() -> None:

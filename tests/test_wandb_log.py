@@ -921,3 +921,24 @@ def test_deeply_nested_json(tmp_path: Path) -> None:
     assert [r["ok"] for r in log.history] == [1, 2]
     assert len(log.summary) == 1
     assert len(log.warnings) == 1 and "not JSON" in log.warnings[0]
+
+
+def test_a_loop_step_counter_logged_on_every_row_is_the_step() -> None:
+    from curvediag.ingest.wandb_run import history_to_run
+
+    rows: list[dict[str, object]] = [
+        {"_step": i, "iter": 200 * i, "train/loss": 3.0 - 0.1 * i} for i in range(6)
+    ]
+    run = history_to_run(rows, source="x", name="x", fmt="wandb-run")
+    loss = run.get("train/loss")
+    assert loss is not None and [int(s) for s in loss.steps] == [0, 200, 400, 600, 800, 1000]
+    # a counter missing from some rows, or going backwards, is not a step axis
+    rows[3].pop("iter")
+    run = history_to_run(rows, source="x", name="x", fmt="wandb-run")
+    loss = run.get("train/loss")
+    assert loss is not None and [int(s) for s in loss.steps] == [0, 1, 2, 3, 4, 5]
+    back: list[dict[str, object]] = [
+        {"_step": i, "iter": [0, 5, 3, 9][i], "train/loss": 1.0} for i in range(4)
+    ]
+    loss = history_to_run(back, source="x", name="x", fmt="wandb-run").get("train/loss")
+    assert loss is not None and [int(s) for s in loss.steps] == [0, 1, 2, 3]

@@ -120,7 +120,9 @@ def _epoch(ctx: FeatureContext) -> dict[str, Value]:
         raise InsufficientDataError("too few train-loss or epoch points")
     epoch_at = np.interp(s, es, ev)
     # a boundary between logs i-1 and i when log i is the first of a new epoch
-    whole = np.ceil(epoch_at - 1e-9)  # a log at epoch 1.0 is the last of epoch 1
+    # a log at epoch 1.0 is the last of epoch 1; one at 0.0 (a rounded epoch, as W&B logs it)
+    # is in the first epoch, not an epoch of its own before it
+    whole = np.maximum(np.ceil(epoch_at - 1e-9), 1.0)
     idx = np.flatnonzero(np.diff(whole) > 0) + 1
     idx = idx[(idx >= 2) & (idx < s.size)]
     if idx.size == 0:
@@ -160,12 +162,19 @@ def _window_drops(t: np.ndarray, idx: np.ndarray, sigma: float) -> dict[str, Val
     edges = np.concatenate([[0], idx, [t.size]])
     k = int(min(50, max(1, int(np.diff(edges).min()) // 4)))
 
-    def drop_at(i: int) -> float:
-        return float(np.median(t[max(0, i - k) : i]) - np.median(t[i : i + k]))
+    # The first log of an epoch averages steps on both sides of the boundary (the Trainer logs
+    # the mean since the last log): when logs are sparse, the window after starts one log later.
+    gap = 1 if k < 4 else 0
 
-    at = np.array([drop_at(int(i)) for i in idx if i - k >= 0 and i + k <= t.size])
+    def drop_at(i: int) -> float:
+        return float(np.median(t[max(0, i - k) : i]) - np.median(t[i + gap : i + gap + k]))
+
+    def fits(i: int) -> bool:
+        return i - k >= 0 and i + gap + k <= t.size
+
+    at = np.array([drop_at(int(i)) for i in idx if fits(int(i))])
     mids = (edges[:-1] + edges[1:]) // 2
-    mid = np.array([drop_at(int(i)) for i in mids if i - k >= 0 and i + k <= t.size and i > 0])
+    mid = np.array([drop_at(int(i)) for i in mids if fits(int(i)) and i > 0])
     if at.size == 0:
         return {
             "epoch.window_drop": None,

@@ -95,12 +95,16 @@ def apply_trainer_config(
             setattr(meta, field, value)
 
     put("max_grad_norm", _as_float(cfg.get("max_grad_norm"), 0.0))
+    # plain training loops (nanoGPT and its descendants) name their settings differently;
+    # their grad_clip of 0.0 means "no clipping"
+    put("max_grad_norm", _as_float(cfg.get("grad_clip"), 0.0, strict=True))
     warm = _as_float(cfg.get("warmup_steps"), 0.0)
     if warm is not None and 0 < warm < 1:
         # transformers >= 5 folds warmup_ratio into warmup_steps: a value below 1 is a ratio
         put("warmup_ratio", warm)
     else:
         put("warmup_steps", _as_int(cfg.get("warmup_steps"), 0))
+    put("warmup_steps", _as_int(cfg.get("warmup_iters"), 0))
     ratio = _as_float(cfg.get("warmup_ratio"), 0.0)
     put("warmup_ratio", ratio if ratio is not None and ratio <= 1.0 else None)
     put("learning_rate", _as_float(cfg.get("learning_rate"), 0.0))
@@ -111,6 +115,7 @@ def apply_trainer_config(
     for key in ("logging_steps", "eval_steps", "save_steps"):
         put(key, _as_float(cfg.get(key), 0.0, strict=True))
     put("max_steps", _as_int(cfg.get("max_steps"), 1))
+    put("max_steps", _as_int(cfg.get("max_iters"), 1))
     put("world_size", _as_int(cfg.get("world_size"), 1))
     put("num_train_epochs", _as_float(cfg.get("num_train_epochs"), 0.0, strict=True))
     nan_filter = cfg.get("logging_nan_inf_filter")

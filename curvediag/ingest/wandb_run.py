@@ -13,6 +13,7 @@ import json
 import math
 import re
 from collections import defaultdict
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,8 @@ FORMAT = "wandb-run"
 _RUN_DIR = re.compile(r"^(offline-)?run-\d{8}_\d{6}-.+$")
 _MAGIC = b":W&B"
 _STEP_KEYS = ("train/global_step", "global_step", "trainer/global_step")
+#: step counters that plain training loops log beside their metrics (nanoGPT logs ``iter``)
+_LOOP_STEP_KEYS = ("iter", "iteration", "step", "train/step", "train/iter")
 _SUMMARY_KEYS = {
     "train_runtime",
     "train_samples_per_second",
@@ -92,6 +95,19 @@ def _in_range(v: Any) -> bool:
     return f is not None and (not math.isfinite(f) or abs(f) <= MAX_ABS_VALUE)
 
 
+def _loop_step_key(rows: list[dict[str, Any]]) -> str:
+    """A loop's own step counter (``iter``...) when every row logs it as a non-decreasing
+    whole number; else W&B's ``_step`` (one per ``wandb.log`` call)."""
+    for key in _LOOP_STEP_KEYS:
+        vals = [_numeric(r.get(key)) for r in rows]
+        if not vals or any(v is None or not math.isfinite(v) or v != int(v) for v in vals):
+            continue
+        nums = [float(v) for v in vals if v is not None]
+        if all(b >= a for a, b in pairwise(nums)) and nums[-1] > nums[0]:
+            return key
+    return "_step"
+
+
 def history_to_run(
     rows: list[dict[str, object]],
     *,
@@ -107,7 +123,9 @@ def history_to_run(
     The step is ``train/global_step`` when the rows carry it (the HF Trainer), else ``_step``;
     ``_timestamp`` becomes the wall time; non-numeric values (media, strings) are skipped.
     """
-    step_key = next((k for k in _STEP_KEYS if any(k in r for r in rows)), "_step")
+    step_key = next((k for k in _STEP_KEYS if any(k in r for r in rows)), None) or _loop_step_key(
+        rows
+    )
     pts: dict[str, tuple[list[int], list[float], list[float]]] = defaultdict(lambda: ([], [], []))
     meta = meta or RunMeta()
     # An end-of-run key (the Trainer's average ``train_loss``) is logged once; a key logged on
@@ -127,7 +145,7 @@ def history_to_run(
         wall = _numeric(row.get("_timestamp"))
         wall_f = math.nan if wall is None else wall
         for key, value in row.items():
-            if key.startswith("_") or key in _STEP_KEYS:
+            if key.startswith("_") or key in _STEP_KEYS or key == step_key:
                 continue
             num = _numeric(value)
             if num is None:

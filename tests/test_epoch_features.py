@@ -1,0 +1,40 @@
+"""Epoch-boundary features on the shapes real loggers write."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import curvediag
+from curvediag.synth import make_run
+
+
+def _staircase(rounded_epoch: bool) -> curvediag.Diagnosis:
+    rng = np.random.default_rng(0)
+    n, per_epoch = 600, 200
+    level = np.repeat([0.8, 0.55, 0.35], per_epoch)
+    loss = level * np.exp(rng.normal(0, 0.15, n))  # per-step batch noise hides single steps
+    epoch = np.arange(1, n + 1) / per_epoch
+    if rounded_epoch:  # W&B logs epoch rounded to 2 decimals: 0.0, 0.0, 0.01 ...
+        epoch = np.round(np.arange(n) / per_epoch, 2)
+    run = make_run({"train/loss": list(loss), "train/epoch": list(epoch)}, every=1)
+    return curvediag.diagnose(run)
+
+
+def test_staircase_found_when_epoch_is_logged_rounded_from_zero() -> None:
+    for rounded in (False, True):
+        d = _staircase(rounded)
+        assert d.features["epoch.boundaries"] == 2, rounded
+        assert "loss-drops-at-epoch-boundaries" in d.finding_ids, (rounded, d.finding_ids)
+        f = next(f for f in d.findings if f.rule_id == "loss-drops-at-epoch-boundaries")
+        assert 195 <= (f.onset_step or 0) <= 205
+
+
+def test_sparse_logs_skip_the_log_that_straddles_the_boundary() -> None:
+    # one log per 10 steps, 7 logs per epoch; the first log of each epoch averages the steps
+    # on both sides of the boundary (it reads high), the staircase is seen after it
+    loss = [2.6, 2.2, 2.06, 1.98, 1.86, 1.81, 1.92, 1.36, 1.34, 1.31, 1.29, 1.28, 1.27]
+    loss += [1.30, 0.95, 0.93, 0.92, 0.91, 0.90, 0.90, 0.89]
+    epoch = [(i + 1) / 6.5 for i in range(len(loss))]
+    run = make_run({"train/loss": loss, "train/epoch": epoch}, every=10)
+    d = curvediag.diagnose(run)
+    assert d.features["epoch.window_drop"] > 0.2
