@@ -38,3 +38,15 @@ def test_sparse_logs_skip_the_log_that_straddles_the_boundary() -> None:
     run = make_run({"train/loss": loss, "train/epoch": epoch}, every=10)
     d = curvediag.diagnose(run)
     assert d.features["epoch.window_drop"] > 0.2
+
+
+def test_a_loss_without_measurable_scatter_gets_no_absurd_z() -> None:
+    # logged to 4 decimals at its floor: the per-step scatter is exactly zero, and a
+    # "133291378 standard errors" figure in the evidence would be nonsense
+    loss = [0.3, 0.2, 0.1, 0.05] + [0.0002] * 20 + [0.0001] * 20 + [0.0001] * 16
+    epoch = [(i + 1) / 20 for i in range(len(loss))]
+    d = curvediag.diagnose(make_run({"train/loss": loss, "train/epoch": epoch}, every=10))
+    z = d.features["epoch.window_excess_z"]
+    assert z is None or abs(z) < 1e4
+    late = d.features["loss.late_drop_z"]
+    assert late is None or abs(late) < 1e4

@@ -285,3 +285,14 @@ def test_intermittent_grad_norm_bursts_are_seen(tmp_path: Path) -> None:
     d = curvediag.diagnose(_state(tmp_path, _decay(n, seed=17), grad=grad))
     f = next(f for f in d.findings if f.rule_id == "grad-norm-bursts")
     assert f.onset_step == 410 and "4 separate bursts" in f.evidence
+
+
+def test_an_eval_curve_alone_is_inconclusive_not_healthy() -> None:
+    # a TensorBoard CSV export of the validation loss only: 100 evaluations, no train loss
+    from curvediag.synth import make_run
+
+    run = make_run({"eval/loss": {"gen": "decay", "n": 100, "start": 511.0, "end": 501.6}})
+    d = curvediag.diagnose(run)
+    assert d.verdict == "inconclusive"
+    assert d.inconclusive_reason is not None
+    assert "no train loss was logged, only 100 eval loss points" in d.inconclusive_reason

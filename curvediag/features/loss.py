@@ -143,7 +143,7 @@ def _loss(ctx: FeatureContext) -> dict[str, Value]:
     late_z: float | None = None
     if change_late is not None:
         drop = -float(np.log1p(change_late)) if scale.log else -change_late
-        late_z = drop / max(noise * np.sqrt(2.0 / n_late), 1e-12)
+        late_z = drop / max(noise * np.sqrt(2.0 / n_late), 1e-3 if scale.log else 1e-12)
     still = bool(
         change_late is not None
         and (change_late <= -0.1 or (change_late <= -0.05 and (late_z or 0.0) >= 5.0))

@@ -183,7 +183,9 @@ def _window_drops(t: np.ndarray, idx: np.ndarray, sigma: float) -> dict[str, Val
         }
     base = float(np.median(mid)) if mid.size else 0.0
     excess = float(np.median(at)) - base
-    se = max(sigma * 1.2533 * np.sqrt(2.0 / k), 1e-9)  # standard error of a median difference
+    # standard error of a median difference; a loss logged to a few digits (or stuck at a floor)
+    # has almost no measured scatter, so it is never taken below 0.1% of the level
+    se = max(sigma * 1.2533 * np.sqrt(2.0 / k), 1e-3)
     return {
         "epoch.window_drop": float(-np.expm1(-float(np.median(at)))),
         "epoch.window_excess": excess,

@@ -184,14 +184,21 @@ def _suppress(evals: list[Evaluation]) -> None:
 def inconclusive_reason(run: Run, min_points: int) -> str | None:
     """Why ``run`` holds too little to judge, or ``None`` when it can be judged.
 
-    The loss that is judged is the train loss, else the eval loss. Non-finite points count as
-    logged (a NaN is a finding, not missing data).
+    The loss that is judged is the train loss; a run that logged only an eval loss cannot be
+    called healthy either. Non-finite points count as logged (a NaN is a finding, not missing
+    data).
     """
     series = run.get("train/loss")
     if series is None or len(series) == 0:
-        series = run.get("eval/loss")
-    if series is None or len(series) == 0:
-        return "no train or eval loss was logged: nothing to judge"
+        evals = run.get("eval/loss")
+        if evals is None or len(evals) == 0:
+            return "no train or eval loss was logged: nothing to judge"
+        # the rules judge the train loss (and eval against it): an eval curve alone is not
+        # enough to call the run healthy
+        return (
+            f"no train loss was logged, only {len(evals)} eval loss point"
+            f"{'s' if len(evals) != 1 else ''}: the rules judge the train loss"
+        )
     n = len(series)
     if n < min_points:
         return (
