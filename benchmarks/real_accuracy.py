@@ -68,6 +68,7 @@ RULE_CATEGORY: dict[str, str | None] = {
     # rules over the run's own eval score (accuracy, F1, BLEU, WER ...), not only the loss
     "eval-score-falls-after-best": "overfitting",
     "eval-score-at-chance": "not-learning",
+    "rl-reward-no-signal": "not-learning",
     "eval-score-never-improves": "not-learning",
     "exploding-gradients": "grad-explosion",
     "grad-norm-bursts": "grad-explosion",

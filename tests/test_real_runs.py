@@ -63,6 +63,8 @@ TUNED = {
     "ts_mt5_az": "run-ended-early",
     # epoch logged rounded to 0.00 on the first rows: not an epoch boundary of its own
     "wbb_alpaca": "loss-drops-at-epoch-boundaries",
+    # GRPO: 84 of 100 steps with reward 0 for every completion (frac_reward_zero_std ~1)
+    "ts_redteam_rl": "rl-reward-no-signal",
     # nanoGPT: steps are its `iter`, the plan is its max_iters (2,400 of 600,000)
     "wbb_nanogpt_druid": "run-ended-early",
 }
