@@ -69,6 +69,7 @@ RULE_CATEGORY: dict[str, str | None] = {
     "eval-score-falls-after-best": "overfitting",
     "eval-score-at-chance": "not-learning",
     "rl-reward-no-signal": "not-learning",
+    "overfitting-mild": "overfitting",
     "eval-score-never-improves": "not-learning",
     "exploding-gradients": "grad-explosion",
     "grad-norm-bursts": "grad-explosion",
