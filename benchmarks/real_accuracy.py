@@ -63,7 +63,9 @@ RULE_CATEGORY: dict[str, str | None] = {
     "eval-flat-while-train-falls": "eval-mismatch",
     "eval-never-improves": "eval-mismatch",
     "train-eval-gap-huge": "eval-mismatch",
-    "eval-loss-rising": "overfitting",
+    # eval and train both got worse after an early best: the rule itself says "not
+    # memorisation" but an optimisation problem (LR too high, schedule never decays)
+    "eval-loss-rising": "divergence",
     "overfitting": "overfitting",
     # rules over the run's own eval score (accuracy, F1, BLEU, WER ...), not only the loss
     "eval-score-falls-after-best": "overfitting",
