@@ -54,7 +54,9 @@ def test_labelled_findings(folder: Path) -> None:
 def test_healthy_runs_raise_nothing(folder: Path) -> None:
     d = curvediag.diagnose(folder)
     assert d.verdict == "healthy", [(f.rule_id, f.evidence) for f in d.findings]
-    assert d.finding_ids == ["healthy-converged"]
+    # a healthy run whose eval loss is still falling at the end (constant LR keeps improving)
+    # is told so instead of "converged"; either way nothing else is said
+    assert d.finding_ids in (["healthy-converged"], ["still-improving-at-end"])
 
 
 def _formats(folder: Path) -> dict[str, Path]:

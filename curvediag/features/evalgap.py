@@ -5,7 +5,13 @@ from __future__ import annotations
 import numpy as np
 
 from curvediag.errors import InsufficientDataError
-from curvediag.features._stats import DIRECT_LIMIT, LossScale, prefix_medians, sliding_medians
+from curvediag.features._stats import (
+    DIRECT_LIMIT,
+    LossScale,
+    mad_sigma,
+    prefix_medians,
+    sliding_medians,
+)
 from curvediag.features.loss import train_loss
 from curvediag.features.registry import FeatureContext, Value, feature_group
 
@@ -88,6 +94,37 @@ def _smoothed_train_at(ctx: FeatureContext, at_steps: np.ndarray) -> np.ndarray:
     return out
 
 
+def _eval_trend(v: np.ndarray) -> dict[str, Value]:
+    """Is the eval loss still falling at the end, and how much more would it give?
+
+    The gaps between successive evaluations shrink as a run converges. Their recent ratio r
+    (the last gap against the one before) extrapolates the rest as a geometric series:
+    last gap x r / (1 - r). From eight evaluations on, gaps are averaged in pairs and the last
+    ones must stand out of the evaluations' own scatter, so noise does not read as progress.
+    """
+    if v.size < 4:
+        return {"eval.late_drop": None, "eval.projected_gain": None}
+    d = -np.diff(v)  # positive: the eval loss fell
+    pair = v.size >= 8
+    last = float(np.mean(d[-2:])) if pair else float(d[-1])
+    prev = float(np.mean(d[-4:-2])) if pair else float(d[-2])
+    late_from = v[-3] if pair else v[-2]
+    late_drop = float((late_from - v[-1]) / abs(late_from)) if late_from != 0 else None
+    if pair:
+        # scatter of single evaluations around their local trend (second differences)
+        noise = mad_sigma(np.diff(v, 2)) / np.sqrt(6.0)
+        if last < 1.41 * noise:  # the mean of two gaps has 0.71x the scatter of one value
+            last = 0.0
+    if last <= 0 or v[-1] == 0:
+        return {"eval.late_drop": late_drop, "eval.projected_gain": 0.0}
+    # r is capped at 0.8: beyond about four more gaps at the current pace is speculation
+    r = min(last / prev, 0.8) if prev > 0 else 0.8
+    return {
+        "eval.late_drop": late_drop,
+        "eval.projected_gain": float(last * r / (1.0 - r) / abs(v[-1])),
+    }
+
+
 @feature_group(
     "eval",
     requires=["eval/loss"],
@@ -108,6 +145,11 @@ def _smoothed_train_at(ctx: FeatureContext, at_steps: np.ndarray) -> np.ndarray:
         "eval minimum to the end",
         "eval.train_change": "fractional change of the smoothed train loss between the first and "
         "the last evaluation",
+        "eval.late_drop": "fractional fall of the eval loss over its last evaluations (the last "
+        "two gaps; negative when it rose)",
+        "eval.projected_gain": "how much further the eval loss would fall if its recent "
+        "improvements kept shrinking at their current rate (geometric extrapolation of the last "
+        "gaps), as a fraction of the last eval loss; 0 when it stopped falling",
     },
 )
 def _eval(ctx: FeatureContext) -> dict[str, Value]:
@@ -142,6 +184,7 @@ def _eval(ctx: FeatureContext) -> dict[str, Value]:
         "eval.spread": float((v.max() - v.min()) / med),
         "eval.train_change_after_min": None,
         "eval.train_change": None,
+        **_eval_trend(v),
     }
     if ctx.run.get("train/loss") is not None:
         try:
