@@ -145,6 +145,8 @@ class RunMeta(BaseModel):
     hyperparameters: dict[str, Any] = Field(default_factory=dict)
     summary: dict[str, Any] = Field(default_factory=dict)
     finished: bool | None = None
+    #: the training process's exit code when the log records it (a W&B run's exit record)
+    exit_code: int | None = None
     resumed: bool = False
     resumed_at_steps: list[int] = Field(default_factory=list)
     checkpoint_used: str | None = None

@@ -95,6 +95,7 @@ def _lr(ctx: FeatureContext) -> dict[str, Value]:
         "run.eval_count": "number of evaluations logged (0 when none)",
         "run.train_logs": "number of train-loss logs",
         "run.ended_early": "the log stops well before the planned steps and has no final summary",
+        "run.exit_code": "the training process's exit code, when the log records it (W&B)",
         "run.snapshot_only": "the only source is a trainer_state.json without a final summary: a "
         "checkpoint snapshot, which cannot tell whether the run went on",
         "run.warmup_configured": "warmup steps from the configuration, when known",
@@ -151,6 +152,7 @@ def _run(ctx: FeatureContext) -> dict[str, Value]:
         "run.max_steps": meta.max_steps,
         "run.progress": progress,
         "run.finished": meta.finished,
+        "run.exit_code": meta.exit_code,
         "run.warmup_end_step": warm if warm is not None else 0,
         "run.warmup_known": known,
         "run.max_grad_norm": float(mgn),

@@ -205,6 +205,8 @@ def _read_folder(folder: Path, aliases: dict[str, str] | None) -> Run:
         if isinstance(disp, str) and disp:
             name = disp
         code = log.run.get("exit_code")
+        # the last log decides: an attempt that crashed and was resumed did not end the run
+        meta.exit_code = code if isinstance(code, int) and not isinstance(code, bool) else None
         if isinstance(code, int) and code != 0:
             warnings.append(f"the W&B run exited with code {code} (crashed or killed)")
             meta.finished = False
