@@ -58,6 +58,8 @@ def train_loss(ctx: FeatureContext) -> tuple[np.ndarray, np.ndarray, np.ndarray]
         "of the logs (at most 3) when there are 10 or more",
         "loss.tail": "median train loss over the last 10% of logs",
         "loss.log_scale": "losses are positive and analysed in log space",
+        "loss.change_total": "signed fractional change from head to tail (-0.6 = fell by 60%, "
+        "+0.2 = rose by 20%): -loss.improvement, for evidence text",
         "loss.improvement": "fractional decrease from head to tail (0.6 = fell by 60%), in the "
         "loss's own units",
         "loss.still_improving": "the last quarter still falls clearly: by 10% or more, or by 5% "
@@ -167,6 +169,7 @@ def _loss(ctx: FeatureContext) -> dict[str, Value]:
         "loss.tail": float(np.median(v[-k:])),
         "loss.log_scale": scale.log,
         "loss.improvement": improvement,
+        "loss.change_total": -improvement,
         "loss.still_improving": still,
         "loss.late_drop_z": late_z,
         "loss.change_early": change("early"),
