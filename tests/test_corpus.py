@@ -31,7 +31,9 @@ EXPECTED = {
     "ts_viz_sample": {"overfitting"},  # eval_g0 rises 147%
     "ts_gemma2b": {"loss-not-decreasing"},  # 68.5k steps, 1.42 -> 1.36
     "ts_bashkir": {"grad-clipping-saturated"},  # grad norm median 17.9, clipped every step
-    "tb_unet_lr1e3": {"overfitting"},  # test loss rises 14% after its minimum
+    # test loss ends 14% above its minimum, but zig-zags back below it in between; its real-run
+    # label (from plots) is healthy with mild overfitting acceptable: the info rule, not the warning
+    "tb_unet_lr1e3": {"overfitting-mild"},
     "wbh_nanogpt_base": {"overfitting"},  # val/loss 1.47 -> 1.69 while train falls
     "pl_probing": {"loss-not-decreasing"},  # train loss oscillates 2.35-3.99, no trend
     "ts_textsimp": {"loss-diverging"},  # 0.002 at step 800 climbing to 0.016

@@ -138,6 +138,8 @@ def _eval_trend(v: np.ndarray) -> dict[str, Value]:
         "eval.rise_after_min": "fractional rise of the last eval loss above the minimum",
         "eval.rising_evals": "trailing evaluations that stayed above the minimum by more than "
         "the flat tolerance",
+        "eval.rising_share": "eval.rising_evals / eval.evals_after_min: 1.0 when every "
+        "evaluation after the minimum stayed above it (None when the minimum is the last)",
         "eval.improvement": "fractional decrease from the first eval loss to the minimum",
         "eval.change": "fractional change from the first to the last eval loss",
         "eval.spread": "(max - min) / |median| of the finite eval losses",
@@ -179,6 +181,7 @@ def _eval(ctx: FeatureContext) -> dict[str, Value]:
         "eval.evals_after_min": int(v.size - 1 - i_min),
         "eval.rise_after_min": scale.ratio(float(t[-1] - t[i_min])),
         "eval.rising_evals": rising,
+        "eval.rising_share": rising / (v.size - 1 - i_min) if v.size - 1 > i_min else None,
         "eval.improvement": -scale.ratio(float(t[i_min] - t[0])),
         "eval.change": scale.ratio(float(t[-1] - t[0])),
         "eval.spread": float((v.max() - v.min()) / med),
