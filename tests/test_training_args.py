@@ -136,3 +136,23 @@ def test_hyperparameter_table_never_names_warmup_ratio_for_a_5x_run() -> None:
     run4 = _run("4.46.0", warmup_ratio=0.1)
     run4.meta.hyperparameters["warmup_ratio"] = 0.1
     assert "| `warmup_ratio` | 0.1 |" in postmortem_markdown(run_rules(run4, load_rules()))
+
+
+def test_runs_from_other_training_loops_get_no_trainer_arguments() -> None:
+    import curvediag
+    from curvediag.ruleset.engine import names_trainer_api
+
+    assert names_trainer_api("Keep save_steps aligned: save_steps: 100 -> 50")
+    assert names_trainer_api("Resume with trainer.train(resume_from_checkpoint=True).")
+    assert names_trainer_api("Add EarlyStoppingCallback(early_stopping_patience=3).")
+    assert not names_trainer_api("Check the job's log around step 2400.")
+    # nanoGPT (W&B binary log; its config names max_iters, not TrainingArguments)
+    nano = curvediag.diagnose(ROOT / "benchmarks/real_runs/wbb_nanogpt_druid")
+    assert nano.features["cfg.trainer_run"] is False
+    fixes = [fix for f in nano.findings for fix in f.fixes]
+    assert fixes and not any(names_trainer_api(x) for x in fixes), fixes
+    # the same rule on a Trainer run keeps its Trainer advice
+    killed = curvediag.diagnose(ROOT / "fixtures/hf/run_killed/checkpoint-100")
+    assert killed.features["cfg.trainer_run"] is True
+    ended = next(f for f in killed.findings if f.rule_id == "run-ended-early")
+    assert any("resume_from_checkpoint=True" in x for x in ended.fixes)

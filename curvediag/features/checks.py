@@ -239,6 +239,9 @@ def _ratio(ctx: FeatureContext) -> dict[str, Value]:
         "cfg.clip_on_arg": "max_grad_norm=1.0 when clipping is off, else None",
         "cfg.length_grouping_arg": "the argument that groups batches by length in the run's "
         "transformers version",
+        "cfg.trainer_run": "the Hugging Face Trainer wrote the run: true (a Trainer state, a "
+        "transformers version or the Trainer's end-of-run summary), false (the run's own config "
+        "or format shows another training loop: nanoGPT, Lightning, Keras), None when unknown",
     },
 )
 def _cfg(ctx: FeatureContext) -> dict[str, Value]:
@@ -313,7 +316,28 @@ def _cfg(ctx: FeatureContext) -> dict[str, Value]:
     out["cfg.length_grouping_arg"] = (
         'train_sampling_strategy="group_by_length"' if major >= 5 else "group_by_length=True"
     )
+    out["cfg.trainer_run"] = _trainer_run(ctx)
     return out
+
+
+#: config keys that only plain training loops (nanoGPT and its descendants) write
+_LOOP_KEYS = ("max_iters", "eval_interval", "warmup_iters", "lr_decay_iters", "grad_clip")
+
+
+def _trainer_run(ctx: FeatureContext) -> bool | None:
+    """Did the Hugging Face Trainer write this run? (Fixes then may name TrainingArguments.)"""
+    run, hp = ctx.run, _hp(ctx)
+    if "hf-trainer" in run.format or "train_runtime" in run.meta.summary:
+        return True
+    if any(isinstance(hp.get(k), str) for k in ("transformers_version", "_transformers_version")):
+        return True
+    if run.format.startswith("lightning") or any(k in hp for k in _LOOP_KEYS):
+        return False
+    # the Trainer's W&B callback always logs the model config's transformers_version: a W&B
+    # run with a config of its own and none is another loop
+    if run.format.startswith("wandb-run") and any(not k.startswith("_") for k in hp):
+        return False
+    return None
 
 
 @feature_group(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Mapping
@@ -19,6 +20,31 @@ __all__ = ["Evaluation", "evaluate_rules", "render_template", "run_rules"]
 
 _FIELD = re.compile(r"\{([A-Za-z_][A-Za-z0-9_./-]*)(?::([^{}]*))?\}")
 _OPTIONAL = re.compile(r"\[\[(.*?)\]\]", re.S)
+#: a setting named the way a fix names one: ``name=value``, ``name: value``, ``name -> value``
+_SETTING = re.compile(r"`?\b([a-z][a-z0-9_]{2,})\b(?:\s*=(?!=)|:\s(?=[-\d.]|True|False)|\s*->)")
+#: Trainer API a fix may name besides its arguments
+_TRAINER_API = re.compile(r"\b(?:trainer\.train|TrainingArguments|[A-Z]\w*Callback)\b")
+
+
+@functools.cache
+def _trainer_arguments() -> frozenset[str]:
+    """Every TrainingArguments field of the transformers versions curvediag knows."""
+    from importlib import resources
+
+    import yaml
+
+    text = resources.files("curvediag").joinpath("data/training_arguments.yaml").read_text("utf-8")
+    data = yaml.safe_load(text) or {}
+    return frozenset(str(n) for names in data.values() for n in names)
+
+
+def names_trainer_api(fix: str) -> bool:
+    """Whether a fix names a Hugging Face TrainingArguments field or Trainer API (useless, and
+    misleading, for a run some other training loop wrote)."""
+    if _TRAINER_API.search(fix):
+        return True
+    fields = _trainer_arguments()
+    return any(m.group(1) in fields for m in _SETTING.finditer(fix))
 
 
 def render_template(text: str, values: Mapping[str, Any]) -> str:
@@ -125,8 +151,7 @@ def _evaluate_one(
         why=" ".join(rule.why.split()),
         # a fix whose every part needed a value this run lacks (or a target that would be a
         # no-op / contradict the config) renders empty and is left out
-        fixes=[t for t in (render_template(f, values) for f in rule.fixes) if t.strip()]
-        or [render_template(rule.fixes[-1], values) or "See the evidence above."],
+        fixes=_fixes(rule, values, trainer=features.get("cfg.trainer_run")),
         step_range=(step_of(start), step_of(end)),
         onset_step=step_of(rule.onset),
         values={k: v for k, v in sorted(values.items()) if not isinstance(v, Unavailable)},
@@ -179,6 +204,20 @@ def _suppress(evals: list[Evaluation]) -> None:
                 e.finding.related.append(f"{sid}: {echo.finding.evidence}")
                 echo.state = "suppressed"
                 echo.reason = f"folded into {e.rule.id}"
+
+
+def _fixes(rule: Rule, values: Mapping[str, Any], *, trainer: object) -> list[str]:
+    """The rule's fixes for this run.
+
+    A fix whose every part needed a value this run lacks (or a target that would be a no-op /
+    contradict the config) renders empty and is left out; so is one that names Trainer
+    arguments when another training loop wrote the run.
+    """
+    texts = [t for t in (render_template(f, values) for f in rule.fixes) if t.strip()]
+    if trainer is False:
+        texts = [t for t in texts if not names_trainer_api(t)]
+        return texts or ["See the evidence above."]
+    return texts or [render_template(rule.fixes[-1], values) or "See the evidence above."]
 
 
 def inconclusive_reason(run: Run, min_points: int) -> str | None:
