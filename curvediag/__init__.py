@@ -7,15 +7,17 @@ The public names below are imported on first use, so that ``curvediag --help`` s
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from curvediag import _hooks
+from curvediag._version import __version__
 
 _LAZY = {
-    "diagnose": "curvediag.diagnosis",
+    "diagnose": "curvediag.pipeline",
     "diagnose_many": "curvediag.batch.api",
     "load_run": "curvediag.ingest",
-    "extract_features": "curvediag.features",
+    "extract_features": "curvediag.pipeline",
     "FeatureSet": "curvediag.features",
     "load_rules": "curvediag.ruleset.loader",
     "RuleSet": "curvediag.ruleset.loader",
@@ -70,7 +72,6 @@ __all__ = [
 
 if TYPE_CHECKING:
     from curvediag.batch.api import diagnose_many
-    from curvediag.diagnosis import diagnose
     from curvediag.errors import (
         CurvediagError,
         CurvediagWarning,
@@ -84,10 +85,46 @@ if TYPE_CHECKING:
         RuleSchemaError,
         UnrecognizedFormatError,
     )
-    from curvediag.features import FeatureSet, extract_features
+    from curvediag.features import FeatureSet
     from curvediag.ingest import load_run
     from curvediag.model import Diagnosis, Finding, Run, RunMeta, Series, Severity, SkippedRule
+    from curvediag.pipeline import diagnose, extract_features
     from curvediag.ruleset.loader import RuleSet, load_rules
+
+
+def _deferred(module: str, name: str) -> Callable[..., Any]:
+    """``module.name``, imported on the first call (keeps ``import curvediag`` fast)."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return getattr(importlib.import_module(module), name)(*args, **kwargs)
+
+    return call
+
+
+# The data model shows itself through these (see curvediag._hooks): the top of the package is
+# the one place that knows both the model and the presentation layer.
+_hooks.register(
+    **{
+        name: _deferred("curvediag.display", name)
+        for name in (
+            "series_repr",
+            "run_frame",
+            "run_repr",
+            "run_html",
+            "run_markdown",
+            "finding_repr",
+            "finding_html",
+            "finding_markdown",
+            "diagnosis_frame",
+            "diagnosis_repr",
+            "diagnosis_html",
+            "diagnosis_markdown_short",
+        )
+    },
+    diagnosis_text=_deferred("curvediag.render", "diagnosis_text"),
+    diagnosis_markdown=_deferred("curvediag.render", "diagnosis_markdown"),
+    plot_figures=_deferred("curvediag.report.plots", "plot_figures"),
+)
 
 
 def __getattr__(name: str) -> Any:

@@ -149,8 +149,8 @@ _PLUGGED: list[tuple[str, str, str]] = [
 
 
 def _cmd_diagnose(args: argparse.Namespace) -> int:
-    from curvediag.diagnosis import diagnose
     from curvediag.ingest import load_run
+    from curvediag.pipeline import diagnose
     from curvediag.ruleset.loader import load_rules, parse_overrides
 
     aliases = parse_map(args.map)
@@ -285,7 +285,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _build_parser()
     args = parser.parse_args(argv)
     if args.version:
-        from curvediag import __version__
+        from curvediag._version import __version__
 
         print(f"curvediag {__version__}")
         return EXIT_OK

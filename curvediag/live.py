@@ -466,11 +466,11 @@ class LiveDiagnosis:
 
     def finish(self, *, finished: bool | None = None) -> tuple[Diagnosis, list[LiveEvent]]:
         """The whole catalog on every point, and the findings not reported while training."""
-        from curvediag.ruleset.engine import run_rules
+        from curvediag.pipeline import diagnose
 
         if finished is not None:
             self.meta.finished = finished
-        d = run_rules(self.view(full=True), self.ruleset)
+        d = diagnose(self.view(full=True), rules=self.ruleset)
         step = self._last_step if self._last_step is not None else 0
         late = [LiveEvent(f, step, live=False) for f in d.findings if f.rule_id not in self._seen]
         self._seen.update(f.rule_id for f in d.findings)

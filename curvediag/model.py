@@ -15,7 +15,16 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import numpy.typing as npt
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    field_validator,
+    model_validator,
+)
+
+from curvediag import _hooks
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -112,9 +121,7 @@ class Series(BaseModel):
         }
 
     def __repr__(self) -> str:
-        from curvediag.display import series_repr
-
-        return series_repr(self)
+        return _hooks.present("series_repr", self)  # type: ignore[no-any-return]
 
     def __str__(self) -> str:
         return repr(self)
@@ -209,27 +216,19 @@ class Run(BaseModel):
         where it was not logged at that step) and ``wall_time``. ``long``: one row per logged
         point, columns ``step``, ``metric``, ``value``, ``wall_time``.
         """
-        from curvediag.display import run_frame
-
-        return run_frame(self, kind=kind)
+        return _hooks.present("run_frame", self, kind=kind)
 
     def __repr__(self) -> str:
-        from curvediag.display import run_repr
-
-        return run_repr(self)
+        return _hooks.present("run_repr", self)  # type: ignore[no-any-return]
 
     def __str__(self) -> str:
         return repr(self)
 
     def _repr_html_(self) -> str:
-        from curvediag.display import run_html
-
-        return run_html(self)
+        return _hooks.present("run_html", self)  # type: ignore[no-any-return]
 
     def _repr_markdown_(self) -> str:
-        from curvediag.display import run_markdown
-
-        return run_markdown(self)
+        return _hooks.present("run_markdown", self)  # type: ignore[no-any-return]
 
 
 def _json_float(v: Any) -> Any:
@@ -261,22 +260,16 @@ class Finding(BaseModel):
         return d
 
     def __repr__(self) -> str:
-        from curvediag.display import finding_repr
-
-        return finding_repr(self)
+        return _hooks.present("finding_repr", self)  # type: ignore[no-any-return]
 
     def __str__(self) -> str:
         return repr(self)
 
     def _repr_html_(self) -> str:
-        from curvediag.display import finding_html
-
-        return finding_html(self)
+        return _hooks.present("finding_html", self)  # type: ignore[no-any-return]
 
     def _repr_markdown_(self) -> str:
-        from curvediag.display import finding_markdown
-
-        return finding_markdown(self)
+        return _hooks.present("finding_markdown", self)  # type: ignore[no-any-return]
 
 
 class SkippedRule(BaseModel):
@@ -297,6 +290,9 @@ class Diagnosis(BaseModel):
     features: dict[str, Any] = Field(default_factory=dict)
     rules_evaluated: int = 0
     inconclusive_reason: str | None = None
+    #: the feature cache the rules ran on (a ``FeatureSet``): the report completes it instead
+    #: of computing the features again; not serialised
+    _feature_cache: Any = PrivateAttr(default=None)
 
     @property
     def verdict(self) -> str:
@@ -330,22 +326,16 @@ class Diagnosis(BaseModel):
         return json.dumps(self.to_dict(), indent=indent, allow_nan=False, sort_keys=False)
 
     def to_text(self) -> str:
-        from curvediag.render import diagnosis_text
-
-        return diagnosis_text(self)
+        return _hooks.present("diagnosis_text", self)  # type: ignore[no-any-return]
 
     def to_markdown(self) -> str:
         """The postmortem report as markdown (text only; ``curvediag report`` adds plots)."""
-        from curvediag.render import diagnosis_markdown
-
-        return diagnosis_markdown(self)
+        return _hooks.present("diagnosis_markdown", self)  # type: ignore[no-any-return]
 
     def plot(self) -> dict[str, Any]:
         """The report's matplotlib Figures by name (``loss``, ``learning_rate``,
         ``grad_norm``, and ``throughput`` / ``memory`` when logged), for notebooks."""
-        from curvediag.report.plots import plot_figures
-
-        return dict(plot_figures(self))
+        return dict(_hooks.present("plot_figures", self))
 
     def __str__(self) -> str:
         return self.to_text()
@@ -354,21 +344,13 @@ class Diagnosis(BaseModel):
         """One row per finding, most severe first: ``run``, ``rule_id``, ``severity``,
         ``category``, ``title``, ``confidence``, ``onset_step``, ``start_step``, ``end_step``,
         ``evidence``, ``why``, ``fixes`` (a list), ``related`` (a list)."""
-        from curvediag.display import diagnosis_frame
-
-        return diagnosis_frame(self)
+        return _hooks.present("diagnosis_frame", self)
 
     def __repr__(self) -> str:
-        from curvediag.display import diagnosis_repr
-
-        return diagnosis_repr(self)
+        return _hooks.present("diagnosis_repr", self)  # type: ignore[no-any-return]
 
     def _repr_html_(self) -> str:
-        from curvediag.display import diagnosis_html
-
-        return diagnosis_html(self)
+        return _hooks.present("diagnosis_html", self)  # type: ignore[no-any-return]
 
     def _repr_markdown_(self) -> str:
-        from curvediag.display import diagnosis_markdown_short
-
-        return diagnosis_markdown_short(self)
+        return _hooks.present("diagnosis_markdown_short", self)  # type: ignore[no-any-return]

@@ -57,7 +57,7 @@ from curvediag.batch.table import (
 from curvediag.errors import CurvediagError, MissingDependencyError, OutOfMemoryError
 from curvediag.ingest import load_runs
 from curvediag.model import Run
-from curvediag.ruleset.engine import run_rules
+from curvediag.pipeline import diagnose
 from curvediag.ruleset.loader import RuleSet, load_rules
 
 __all__ = [
@@ -193,7 +193,7 @@ def _diagnose_unit(unit: Unit, local: Path, opts: Options) -> UnitResult:
             result.below_min_steps += 1
             continue
         try:
-            d = run_rules(run, ruleset)
+            d = diagnose(run, rules=ruleset)
         except OutOfMemoryError:
             result.rows.append(
                 error_row(

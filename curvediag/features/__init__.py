@@ -23,6 +23,7 @@ from curvediag.features.registry import (
     feature_group,
     is_feature,
 )
+from curvediag.model import Run
 
 __all__ = [
     "FAMILIES",
@@ -41,18 +42,15 @@ __all__ = [
 ]
 
 
-def extract_features(run_or_path: object, **settings: float) -> FeatureSet:
-    """Every registered feature of a run, computed.
+def extract_features(run: Run, **settings: float) -> FeatureSet:
+    """Every registered feature of a :class:`~curvediag.model.Run`, computed (to read a path
+    first, use :func:`curvediag.extract_features`).
 
     Args:
-        run_or_path: A :class:`~curvediag.model.Run` or a path :func:`curvediag.load_run` reads.
+        run: The run.
         **settings: Feature settings to override (see :class:`FeatureSettings`).
     """
-    from curvediag.ingest import load_run
-    from curvediag.model import Run
-
-    the_run = run_or_path if isinstance(run_or_path, Run) else load_run(str(run_or_path))
-    fs = FeatureSet(the_run, FeatureSettings())
+    fs = FeatureSet(run, FeatureSettings())
     fs.settings.update(settings)
     fs.compute_all()
     return fs

@@ -55,8 +55,8 @@ def _command(args: argparse.Namespace) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Write the report; 0 on success, 2 on bad input (one line on stderr)."""
-    from curvediag.diagnosis import diagnose
     from curvediag.ingest import load_run
+    from curvediag.pipeline import diagnose
     from curvediag.report.writer import render_report
     from curvediag.ruleset.loader import load_rules, parse_overrides
 

@@ -30,13 +30,19 @@ class ReportContext:
     diagnosis: Diagnosis
     features: dict[str, Value] = field(default_factory=dict)
     unavailable: dict[str, str] = field(default_factory=dict)
+    #: what parts of one report share once built (the timeline)
+    cache: dict[str, Any] = field(default_factory=dict)
     _epoch: tuple[FloatArray, FloatArray] | None = None
     _wall: tuple[FloatArray, FloatArray] | None = None
 
     @classmethod
     def of(cls, diagnosis: Diagnosis) -> ReportContext:
-        """Build the context: compute the features the diagnosis did not need."""
-        fs = FeatureSet(diagnosis.run, FeatureSettings())
+        """Build the context: complete the diagnosis' own feature cache with the features its
+        rules did not need (each feature group is computed once per diagnosis)."""
+        cache = diagnosis._feature_cache
+        fs = (
+            cache if isinstance(cache, FeatureSet) else FeatureSet(diagnosis.run, FeatureSettings())
+        )
         merged: dict[str, Value] = {}
         unavailable: dict[str, str] = {}
         for name, value in fs.compute_all().items():

@@ -459,7 +459,7 @@ def _skipped(ctx: ReportContext) -> list[str]:
 
 
 def _reproduce(ctx: ReportContext, command: str | None, *, with_images: bool) -> list[str]:
-    from curvediag import __version__
+    from curvediag._version import __version__
 
     cmd = command or f"curvediag report {shlex.quote(ctx.run.source)} -o postmortem"
     if command is None and not with_images:

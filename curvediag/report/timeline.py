@@ -89,6 +89,15 @@ def build_timeline(diagnosis: Diagnosis | ReportContext) -> list[Event]:
     from curvediag.report.context import ReportContext
 
     ctx = diagnosis if isinstance(diagnosis, ReportContext) else ReportContext.of(diagnosis)
+    cached = ctx.cache.get("timeline")
+    if cached is not None:  # the plots and the markdown of one report share it
+        return list(cached)
+    events = _build(ctx)
+    ctx.cache["timeline"] = events
+    return list(events)
+
+
+def _build(ctx: ReportContext) -> list[Event]:
     raw: list[tuple[int, str, str, str, str | None]] = []
     raw += _start(ctx)
     raw += _warmup(ctx)

@@ -266,7 +266,7 @@ def run_rules(run: Run, ruleset: RuleSet, features: FeatureSet | None = None) ->
         SkippedRule(rule_id=e.rule.id, reason=e.reason) for e in evals if e.state == "skipped"
     ]
     skipped.sort(key=lambda s: order[s.rule_id])
-    return Diagnosis(
+    diagnosis = Diagnosis(
         run=run,
         findings=findings,
         skipped=skipped,
@@ -274,3 +274,5 @@ def run_rules(run: Run, ruleset: RuleSet, features: FeatureSet | None = None) ->
         rules_evaluated=len(evals),
         inconclusive_reason=inconclusive_reason(run, int(features.settings.min_points_to_judge)),
     )
+    diagnosis._feature_cache = features
+    return diagnosis

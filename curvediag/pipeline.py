@@ -1,4 +1,10 @@
-"""``diagnose``: load a run, compute its features, apply the rules."""
+"""The one way through curvediag: load -> features -> rules -> :class:`Diagnosis`.
+
+Everything that diagnoses (the Python API, ``curvediag diagnose`` and ``report``, the batch
+runner, the live callback) comes through here and reuses what it returns: the diagnosis keeps
+the feature cache its rules ran on, so the report completes it instead of computing features
+again. Parsed rule files are cached per process by :func:`curvediag.ruleset.loader.load_rules`.
+"""
 
 from __future__ import annotations
 
@@ -6,13 +12,14 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from curvediag.features import FeatureSet, FeatureSettings
 from curvediag.ingest import load_run
 from curvediag.model import Diagnosis, Run
 from curvediag.normalize import sanitize_run
 from curvediag.ruleset.engine import run_rules
 from curvediag.ruleset.loader import RuleSet, load_rules
 
-__all__ = ["diagnose"]
+__all__ = ["diagnose", "extract_features"]
 
 
 def diagnose(
@@ -43,3 +50,17 @@ def diagnose(
     else:
         ruleset = load_rules(*(str(r) for r in rules or ()), builtin=builtin, overrides=overrides)
     return run_rules(run, ruleset)
+
+
+def extract_features(run_or_path: Run | str | os.PathLike[str], **settings: float) -> FeatureSet:
+    """Every registered feature of a run, computed.
+
+    Args:
+        run_or_path: A :class:`Run`, or a path :func:`curvediag.load_run` reads.
+        **settings: Feature settings to override (see :class:`FeatureSettings`).
+    """
+    run = run_or_path if isinstance(run_or_path, Run) else load_run(run_or_path)
+    fs = FeatureSet(sanitize_run(run), FeatureSettings())
+    fs.settings.update(settings)
+    fs.compute_all()
+    return fs

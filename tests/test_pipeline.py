@@ -1,0 +1,70 @@
+"""One way through: diagnose once, and everything downstream reuses what it computed."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import curvediag
+from curvediag.features import registry
+from curvediag.report.markdown import postmortem_markdown
+from curvediag.report.writer import render_report
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "hf" / "overfit"
+
+
+@pytest.fixture
+def computed(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
+    """Count every feature-group computation."""
+    calls: Counter[str] = Counter()
+    for name, group in list(registry.GROUPS.items()):
+
+        def counting(ctx: Any, _name: str = name, _fn: Any = group.compute) -> Any:
+            calls[_name] += 1
+            return _fn(ctx)
+
+        monkeypatch.setitem(registry.GROUPS, name, replace(group, compute=counting))
+    return calls
+
+
+def test_diagnose_then_report_computes_each_feature_group_once(
+    computed: Counter[str], tmp_path: Path
+) -> None:
+    d = curvediag.diagnose(FIXTURE)
+    during_diagnosis = sum(computed.values())
+    assert during_diagnosis > 0
+    assert max(computed.values()) == 1
+    render_report(d, tmp_path / "report", plots=False)
+    postmortem_markdown(d)
+    # the report completed the diagnosis' own cache: no group ran twice
+    assert max(computed.values()) == 1, computed
+    before = sum(computed.values())
+    render_report(d, tmp_path / "again", plots=False)
+    assert sum(computed.values()) == before  # a second report computes nothing at all
+
+
+def test_a_diagnosis_read_back_from_json_still_reports(tmp_path: Path) -> None:
+    # no feature cache travels with JSON: the report computes what it needs itself
+    d = curvediag.diagnose(FIXTURE)
+    again = curvediag.Diagnosis.model_validate(
+        {
+            "run": d.run,
+            "findings": d.findings,
+            "skipped": d.skipped,
+            "features": d.features,
+            "rules_evaluated": d.rules_evaluated,
+        }
+    )
+    assert again._feature_cache is None
+    assert postmortem_markdown(again) == postmortem_markdown(d)
+
+
+def test_batch_and_python_give_the_same_diagnosis() -> None:
+    rows = curvediag.diagnose_many([FIXTURE])
+    d = curvediag.diagnose(FIXTURE)
+    row = rows.iloc[0] if hasattr(rows, "iloc") else rows[0]
+    assert row["verdict"] == d.verdict
