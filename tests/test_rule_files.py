@@ -57,6 +57,9 @@ def test_user_rule_loads_and_fires(tmp_path: Path) -> None:
         (lambda t: t.replace("{loss.tail:.3f}", "{loss.bogus}"), "template field {loss.bogus}"),
         (lambda t: t.replace('op: ">"', 'op: "=~"'), "op"),
         (lambda t: t + "extra_key: 1\n", "extra_key"),
+        # a number compared with text, directly or through a parameter
+        (lambda t: t.replace("value: $level", 'value: "high"'), "compares with text 'high'"),
+        (lambda t: t.replace("level: 2.0", 'level: "two"'), "compares with text 'two'"),
     ],
 )
 def test_invalid_rules_fail_at_load_naming_rule_and_file(
@@ -98,9 +101,13 @@ def test_yaml_tags_are_not_constructed(tmp_path: Path) -> None:
 def test_condition_text_is_data_not_code(tmp_path: Path) -> None:
     text = GOOD.format(id="my-rule").replace("value: $level", "value: \"__import__('os')\"")
     text = text.replace("params: {level: 2.0}", "params: {}").replace(" is above {level}", "")
-    rules = load_rules(write(tmp_path, text), builtin=False)
+    # ordering a number against text is refused when the rule loads; the text never runs
+    with pytest.raises(RuleSchemaError, match="compares with text"):
+        load_rules(write(tmp_path, text), builtin=False)
+    # equality with text is allowed (features such as score.metric are text): just False
+    rules = load_rules(write(tmp_path, text.replace('op: ">"', 'op: "=="')), builtin=False)
     run = make_run({"train/loss": "3.0x10"})
-    d = curvediag.diagnose(run, rules=rules)  # comparing a float with a string is just False
+    d = curvediag.diagnose(run, rules=rules)
     assert d.findings == []
 
 

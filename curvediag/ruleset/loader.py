@@ -190,6 +190,15 @@ def check_rule(rule: Rule, path: Path | None) -> None:
                 fail(f"unknown feature {leaf.feature!r} in 'when'")
             if leaf.op not in ("exists", "missing") and leaf.value is None:
                 fail(f"comparison on {leaf.feature!r} with op {leaf.op!r} needs a value")
+            target = leaf.value
+            if isinstance(target, str) and target.startswith("$"):
+                target = rule.params.get(target[1:])
+            if leaf.op in ("<", "<=", ">", ">=") and isinstance(target, (str, bool)):
+                fail(
+                    f"'{leaf.feature} {leaf.op} {leaf.value}' compares with "
+                    f"{'text' if isinstance(target, str) else 'true/false'} {target!r}: "
+                    "'<', '<=', '>', '>=' need a number"
+                )
         else:
             values.append(leaf.for_)
             if leaf.after and not is_feature(leaf.after):
