@@ -158,3 +158,30 @@ def test_readme_rule_example_works(tmp_path: Path) -> None:
     assert "since step 10" in f.evidence
     quiet = curvediag.diagnose(make_run({"train/loss": "1.0x20"}), rules=rules)
     assert "tail-too-high" not in quiet.finding_ids
+
+
+def test_named_groups_expand_in_suppresses(tmp_path: Path) -> None:
+    (tmp_path / "groups.yaml").write_text(
+        "groups:\n  mine: [loss-spike, loss-noisy]\n", encoding="utf-8"
+    )
+    text = GOOD.format(id="my-rule") + 'suppresses: ["@mine", overfitting]\n'
+    write(tmp_path, text)
+    rules = load_rules(tmp_path)
+    assert rules.get("my-rule").suppresses == ["loss-spike", "loss-noisy", "overfitting"]
+    # the built-in non-finite rules fold the whole curve-shape group
+    builtin = load_rules()
+    assert {"loss-spike", "overfitting", "loss-noisy"} <= set(
+        builtin.get("loss-nonfinite-sudden").suppresses
+    )
+
+
+def test_an_unknown_group_or_member_is_a_load_error(tmp_path: Path) -> None:
+    write(tmp_path, GOOD.format(id="my-rule") + 'suppresses: ["@nosuch"]\n')
+    with pytest.raises(RuleSchemaError, match="unknown rule group '@nosuch'") as info:
+        load_rules(tmp_path)
+    assert "my-rule" in str(info.value)
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "groups.yaml").write_text("groups:\n  g: [no-such-rule]\n", encoding="utf-8")
+    with pytest.raises(RuleSchemaError, match="group 'g' names unknown rule 'no-such-rule'"):
+        load_rules(other)

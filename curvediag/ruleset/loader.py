@@ -302,6 +302,44 @@ def _pretty(exc: ValidationError, item: Any = None) -> str:
     return "invalid rule: " + "; ".join(lines) + more
 
 
+def _groups_in(path: Path) -> dict[str, list[str]] | None:
+    """The named rule groups a file defines (``groups: {name: [rule ids]}``), or None when the
+    file holds rules."""
+    text = _read_rule_file(path)
+    if not text.lstrip().startswith("groups:") and "\ngroups:" not in text:
+        return None
+    try:
+        data = yaml.safe_load(text)
+    except (yaml.YAMLError, RecursionError, ValueError) as exc:
+        raise RuleSchemaError(path, None, f"not valid YAML: {exc}") from None
+    if not isinstance(data, dict) or set(data) != {"groups"}:
+        return None
+    raw = data["groups"]
+    if not isinstance(raw, dict) or not all(
+        isinstance(k, str) and isinstance(v, list) and all(isinstance(x, str) for x in v)
+        for k, v in raw.items()
+    ):
+        raise RuleSchemaError(path, None, "'groups' maps a name to a list of rule ids")
+    return {str(k): [str(x) for x in v] for k, v in raw.items()}
+
+
+def _expand_groups(rule: Rule, groups: Mapping[str, tuple[str, list[str]]], where: str) -> Rule:
+    """``suppresses: ["@name", ...]`` with each group replaced by its members (order kept)."""
+    if not any(s.startswith("@") for s in rule.suppresses):
+        return rule
+    out: list[str] = []
+    for s in rule.suppresses:
+        if s.startswith("@"):
+            if s[1:] not in groups:
+                known = ", ".join(sorted(groups)) or "none"
+                raise RuleSchemaError(where, rule.id, f"unknown rule group {s!r} (known: {known})")
+            members = groups[s[1:]][1]
+        else:
+            members = [s]
+        out += [m for m in members if m not in out and m != rule.id]
+    return rule.model_copy(update={"suppresses": out})
+
+
 def _rule_files(path: Path) -> list[Path]:
     if path.is_dir():
         return sorted(
@@ -335,7 +373,17 @@ def load_rules(
         files += _rule_files(pp)
     rules: list[Rule] = []
     sources: dict[str, str] = {}
+    groups: dict[str, tuple[str, list[str]]] = {}
     for f in files:
+        named = _groups_in(f)
+        if named is not None:
+            for name, members in named.items():
+                if name in groups:
+                    raise RuleSchemaError(
+                        f, None, f"group {name!r} is already defined in {groups[name][0]}"
+                    )
+                groups[name] = (str(f), members)
+            continue
         for rule in load_rule_file(f):
             if rule.id in sources:
                 raise RuleSchemaError(
@@ -344,6 +392,11 @@ def load_rules(
             sources[rule.id] = str(f)
             rules.append(rule)
     ids = set(sources)
+    rules = [_expand_groups(rule, groups, sources[rule.id]) for rule in rules]
+    for name, (where, members) in groups.items():
+        for m in members:
+            if m not in ids:
+                raise RuleSchemaError(where, None, f"group {name!r} names unknown rule {m!r}")
     for rule in rules:
         for s in rule.suppresses:
             if s not in ids:
