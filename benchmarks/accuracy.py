@@ -1,7 +1,7 @@
 """Measure how right the rule catalog is, and what it adds over hand-written threshold alerts.
 
 Corpus: the real-Trainer fixtures in ``fixtures/hf/`` (each with a ``label.yaml``) plus seeded
-synthetic scenarios from :mod:`curvediag.scenarios` (a seed the rules were NOT tuned on).
+synthetic scenarios from :mod:`curvediag.testing.scenarios` (a seed the rules were NOT tuned on).
 Writes ``benchmarks/results/accuracy.md``:
 
 - per rule and overall: precision, recall, false alarms on healthy runs, onset-step error;
@@ -30,7 +30,7 @@ import yaml
 
 import curvediag
 from curvediag.model import Diagnosis, Run
-from curvediag.scenarios import ALLOWED, FAULTS, LabelledRun, labelled_corpus
+from curvediag.testing.scenarios import ALLOWED, FAULTS, LabelledRun, labelled_corpus
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Findings that count as a warning sign of a coming blow-up: gradients climbing, clipping
@@ -335,7 +335,7 @@ def main(argv: list[str] | None = None) -> int:
         f"curvediag {curvediag.__version__}, {len(rules)} rules).",
         "",
         f"Corpus: {len(results)} labelled runs: {n_fix} real-Trainer fixtures (`fixtures/hf/*/label.yaml`) "
-        f"and {n_syn} seeded synthetic runs (`curvediag.scenarios`, {len(FAULTS)} fault types, seed "
+        f"and {n_syn} seeded synthetic runs (`curvediag.testing.scenarios`, {len(FAULTS)} fault types, seed "
         f"{args.seed}, which the thresholds were not tuned on); {hs['n']} are healthy and "
         f"{len(faults)} carry a labelled fault.",
         "",

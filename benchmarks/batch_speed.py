@@ -1,6 +1,6 @@
 """Benchmark: ``curvediag batch`` over 1,000 synthetic runs, against a plain ``diagnose`` loop.
 
-Generates (seeded, with :func:`curvediag.synth_files.make_run_tree`) 1,000 runs of ~1,000 log
+Generates (seeded, with :func:`curvediag.testing.synth_files.make_run_tree`) 1,000 runs of ~1,000 log
 entries each, a third in each format: Trainer output folders (``trainer_state.json`` plus two
 ``checkpoint-N/`` folders with a stand-in ``model.safetensors``), TensorBoard run folders, and
 W&B ``scan_history()`` CSV dumps; shapes in turn: healthy, overfit, diverge, nan, spike,
@@ -39,7 +39,7 @@ if str(ROOT) not in sys.path:
 
 from _machine import cpu_name, versions  # noqa: E402  (benchmarks/_machine.py)
 
-from curvediag.synth_files import make_run_tree  # noqa: E402
+from curvediag.testing.synth_files import make_run_tree  # noqa: E402
 
 #: The top finding each synthetic shape must get (the diagnosis is checked, not only timed).
 EXPECTED_TOP = {
@@ -121,7 +121,7 @@ def main() -> None:
     spec = f"{args.runs} {args.entries} {args.seed}"
     t = time.perf_counter()
     if marker.exists() and marker.read_text() == spec:
-        from curvediag.synth_files import FILE_FORMATS, SHAPES
+        from curvediag.testing.synth_files import FILE_FORMATS, SHAPES
 
         made = []
         for i in range(args.runs):

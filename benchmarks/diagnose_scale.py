@@ -1,6 +1,6 @@
 """Benchmark: diagnosing one run of 1k to 10M logged points, stage by stage.
 
-For each size, a seeded synthetic run (:func:`curvediag.synth_files.synthetic_run`, shape
+For each size, a seeded synthetic run (:func:`curvediag.testing.synth_files.synthetic_run`, shape
 ``healthy``: a noisy decaying train loss, grad norm, warmup + cosine learning rate, epoch, and
 an evaluation every ~10 train logs) of that many log entries is written as a TensorBoard run
 folder, the way the Trainer's TensorBoard callback writes it (one scalar per event:
@@ -46,7 +46,7 @@ if str(ROOT) not in sys.path:
 
 from _machine import cpu_name, versions  # noqa: E402  (benchmarks/_machine.py)
 
-from curvediag.synth_files import SynthRun, synthetic_run, write_trainer_state  # noqa: E402
+from curvediag.testing.synth_files import SynthRun, synthetic_run, write_trainer_state  # noqa: E402
 
 SIZES = (1_000, 10_000, 100_000, 1_000_000, 10_000_000)
 #: trainer_state.json is written and measured up to this size (10M entries would be a 1.6 GB

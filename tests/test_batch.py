@@ -21,7 +21,7 @@ from curvediag.batch.discover import discover
 from curvediag.batch.progress import Progress
 from curvediag.batch.table import COLUMNS, read_table
 from curvediag.cli import main
-from curvediag.synth_files import synthetic_run, write_tensorboard, write_wandb_history_csv
+from curvediag.testing.synth_files import synthetic_run, write_tensorboard, write_wandb_history_csv
 
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 

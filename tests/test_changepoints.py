@@ -7,7 +7,7 @@ import pytest
 
 import curvediag
 from curvediag.features import FeatureSet
-from curvediag.synth import curve, make_run
+from curvediag.testing.synth import curve, make_run
 
 
 def _decay(kind: str, n: int, noise: float, seed: int) -> np.ndarray:

@@ -11,7 +11,7 @@ from conftest import HF_FIXTURES
 
 import curvediag
 from curvediag.model import Diagnosis, Finding, Run, RunMeta, Series, Severity
-from curvediag.synth import make_run
+from curvediag.testing.synth import make_run
 
 HOSTILE = '<script>alert("x")</script>&'
 

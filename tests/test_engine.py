@@ -12,7 +12,7 @@ import curvediag
 from curvediag.features import FEATURES, FeatureSet, Unavailable
 from curvediag.model import Severity
 from curvediag.ruleset.engine import render_template
-from curvediag.synth import curve, expand, make_run
+from curvediag.testing.synth import curve, expand, make_run
 
 
 def test_compact_notation() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 import curvediag
-from curvediag.synth import make_run
+from curvediag.testing.synth import make_run
 
 
 def _staircase(rounded_epoch: bool) -> curvediag.Diagnosis:

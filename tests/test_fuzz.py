@@ -181,7 +181,7 @@ def test_fuzz_rule_loader(changes: dict[str, Any], mode: str, junk: bytes) -> No
             rules = []
         if rules:  # a rule that loads must also evaluate and render without surprises
             from curvediag.ruleset.loader import load_rules
-            from curvediag.synth import make_run
+            from curvediag.testing.synth import make_run
 
             ruleset = load_rules(str(f), builtin=False)
             d = curvediag.diagnose(make_run({"train/loss": "3.0-0.01x60"}), rules=ruleset)
@@ -200,7 +200,7 @@ def test_fuzz_overrides(items: list[str]) -> None:
 
 @pytest.mark.parametrize("spec", ["1e400x3", "2.0x99999999999999999999", "1e300*1e300x20"])
 def test_synthetic_notation_absurd_numbers(spec: str) -> None:
-    from curvediag.synth import expand
+    from curvediag.testing.synth import expand
 
     try:
         values = expand(spec)

@@ -21,10 +21,11 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("model", ("curvediag._version", "curvediag._hooks", "curvediag.errors", "curvediag.escape",
                "curvediag.model")),
     # reading logs into Runs (and the generators that write synthetic ones)
-    ("ingest", ("curvediag.normalize", "curvediag.ingest", "curvediag.synth",
-                "curvediag.synth_files")),
+    ("ingest", ("curvediag.normalize", "curvediag.ingest", "curvediag.testing",
+                "curvediag.testing.synth",
+                "curvediag.testing.synth_files")),
     # numbers computed from a Run's series
-    ("features", ("curvediag.features", "curvediag.scenarios")),
+    ("features", ("curvediag.features", "curvediag.testing.scenarios")),
     # rules: YAML -> conditions over features -> findings
     ("ruleset", ("curvediag.ruleset",)),
     # load -> features -> rules -> Diagnosis

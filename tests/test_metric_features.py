@@ -14,7 +14,7 @@ from curvediag.errors import RuleSchemaError
 from curvediag.features import FeatureSet, Unavailable, is_feature
 from curvediag.features.metrics import direction, metric_stats, pick_score_metric
 from curvediag.ruleset.loader import load_rule_file
-from curvediag.synth import make_run
+from curvediag.testing.synth import make_run
 
 
 @pytest.mark.parametrize(

@@ -95,7 +95,7 @@ def test_the_same_run_gets_the_same_figures_from_both_formats() -> None:
 
 
 def test_baselines_fire_as_documented() -> None:
-    from curvediag.synth import make_run
+    from curvediag.testing.synth import make_run
 
     bench = _bench()
     spiky = make_run({"train/loss": "1.0x12 3.0 1.0x5", "train/grad_norm": "1x5 20x3 1x10"})

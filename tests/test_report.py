@@ -248,7 +248,7 @@ def test_changepoints_join_the_timeline_when_computed() -> None:
         "cp.steps": "40,120,200",
     }
     # a run whose loss really steps up at 120 and is flat from 200 on
-    from curvediag.synth import make_run
+    from curvediag.testing.synth import make_run
 
     run = make_run({"train/loss": "2.0-0.02x11 2.9-0.01x8 2.82x10"}, every=10)
     d = curvediag.diagnose(run)

@@ -9,7 +9,7 @@ import pytest
 import curvediag
 from curvediag.errors import RuleSchemaError
 from curvediag.ruleset.loader import load_rule_file, load_rules, parse_overrides
-from curvediag.synth import make_run
+from curvediag.testing.synth import make_run
 
 GOOD = """\
 id: {id}

@@ -18,7 +18,7 @@ from curvediag.model import Run
 from curvediag.normalize import build_series
 from curvediag.ruleset import loader
 from curvediag.ruleset.conditions import _first_run
-from curvediag.synth import make_run
+from curvediag.testing.synth import make_run
 
 
 def _rolling_reference(y: np.ndarray, window: int) -> np.ndarray:

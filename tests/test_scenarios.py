@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 import curvediag
-from curvediag.scenarios import ALLOWED, FAULTS, labelled_corpus, make_scenario
+from curvediag.testing.scenarios import ALLOWED, FAULTS, labelled_corpus, make_scenario
 
 
 def test_scenarios_are_seeded() -> None:

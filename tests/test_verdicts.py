@@ -289,7 +289,7 @@ def test_intermittent_grad_norm_bursts_are_seen(tmp_path: Path) -> None:
 
 def test_an_eval_curve_alone_is_inconclusive_not_healthy() -> None:
     # a TensorBoard CSV export of the validation loss only: 100 evaluations, no train loss
-    from curvediag.synth import make_run
+    from curvediag.testing.synth import make_run
 
     run = make_run({"eval/loss": {"gen": "decay", "n": 100, "start": 511.0, "end": 501.6}})
     d = curvediag.diagnose(run)

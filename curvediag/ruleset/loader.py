@@ -327,6 +327,10 @@ def _expand_groups(rule: Rule, groups: Mapping[str, tuple[str, list[str]]], wher
     """``suppresses: ["@name", ...]`` with each group replaced by its members (order kept)."""
     if not any(s.startswith("@") for s in rule.suppresses):
         return rule
+    key = (id(rule), tuple((k, tuple(v[1])) for k, v in sorted(groups.items())))
+    cached = _EXPANDED.get(key)
+    if cached is not None and cached[0] is rule:
+        return cached[1]
     out: list[str] = []
     for s in rule.suppresses:
         if s.startswith("@"):
@@ -337,7 +341,13 @@ def _expand_groups(rule: Rule, groups: Mapping[str, tuple[str, list[str]]], wher
         else:
             members = [s]
         out += [m for m in members if m not in out and m != rule.id]
-    return rule.model_copy(update={"suppresses": out})
+    expanded = rule.model_copy(update={"suppresses": out})
+    _EXPANDED[key] = (rule, expanded)  # parsed once per process, expanded once too
+    return expanded
+
+
+#: (id of the parsed rule, groups) -> (that rule, its expanded copy)
+_EXPANDED: dict[tuple[int, tuple[tuple[str, tuple[str, ...]], ...]], tuple[Rule, Rule]] = {}
 
 
 def _rule_files(path: Path) -> list[Path]:

@@ -1,8 +1,8 @@
 """Run rule test cases: ``<rule-id>.test.yaml`` files with must-fire and must-stay-quiet cases.
 
 Used by the test suite and by ``curvediag rules test`` (users test their own rules the same
-way). A case is a synthetic run in compact notation (see :mod:`curvediag.synth`) or a path to a
-real run (``fixture``, relative to the test file). ``fire`` means the rule matched, before
+way). A case is a synthetic run in compact notation (see :mod:`curvediag.testing.synth`) or a
+path to a real run (``fixture``, relative to the test file). ``fire`` means the rule matched, before
 echo suppression; ``silent`` that it did not; ``skipped`` that it could not be evaluated.
 """
 
@@ -20,7 +20,7 @@ from curvediag.ingest import load_run
 from curvediag.ruleset.engine import evaluate_rules
 from curvediag.ruleset.loader import RuleSet, builtin_rules_dir, load_rules
 from curvediag.ruleset.schema import RuleTestCase, RuleTestFile
-from curvediag.synth import make_run
+from curvediag.testing.synth import make_run
 
 __all__ = [
     "CaseResult",

@@ -3,7 +3,7 @@
 Tests and benchmarks use it to build trees of runs: Trainer output folders
 (``trainer_state.json``, optional ``checkpoint-N/``), TensorBoard run folders (event files
 written the way the Trainer's TensorBoard callback writes them) and W&B ``run.history()`` CSV
-dumps. Curves come from :func:`curvediag.synth.curve`, in healthy and faulty shapes.
+dumps. Curves come from :func:`curvediag.testing.synth.curve`, in healthy and faulty shapes.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from curvediag.synth import curve
+from curvediag.testing.synth import curve
 
 __all__ = [
     "FILE_FORMATS",

@@ -5,7 +5,7 @@ grad norms, epochs) from a seed, then injects one fault and says which rule must
 starts, and which rules must stay quiet. The accuracy benchmark, the tests and users' own rule
 tests share it::
 
-    from curvediag.scenarios import labelled_corpus, make_scenario
+    from curvediag.testing.scenarios import labelled_corpus, make_scenario
     case = make_scenario("overfitting", seed=3)
     case.run, case.expected, case.onset
 
