@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from curvediag.cli_options import add_rule_options, err, parse_map
+from curvediag.cli_options import RUN_FORMATS, add_rule_options, err, parse_map
 
 if TYPE_CHECKING:
     from curvediag.model import Diagnosis
@@ -31,14 +31,10 @@ examples:
   curvediag rules explain overfitting
 """
 
-_DIAGNOSE_HELP = """\
+_DIAGNOSE_HELP = f"""\
 Diagnose one training run.
 
-PATH is a trainer_state.json, a Trainer output folder, or a folder of checkpoint-N/
-folders (the latest checkpoint is used), TensorBoard event files or run folders, a W&B run
-folder (wandb/run-*/), a W&B UI CSV export or run.history()/scan_history() dump (CSV, JSON
-Lines, Parquet), a Lightning metrics.csv, TensorBoard's CSV export, or any CSV/JSONL with a
-step column.
+{RUN_FORMATS}
 
 exit codes: 0 = nothing at or above --fail-on, 1 = findings at or above --fail-on,
 2 = the input or a rule file could not be read (the message says which and why),
@@ -54,6 +50,49 @@ examples:
   curvediag diagnose wandb_export.csv --run bright-sun-3   # one run of a W&B export
   curvediag diagnose wandb_export.csv --all-runs           # every run in it
 """
+
+_RULES_HELP = {
+    "list": """\
+A table of the rules: id, severity, category, title and whether it fires on a live run.
+
+examples:
+  curvediag rules list
+  curvediag rules list --rules my_rules/        # with your own rules
+  curvediag rules list --no-builtin --rules my_rules/""",
+    "explain": """\
+A rule's documentation: what it detects, why it matters, its condition, its parameters
+with their defaults (override them with --set ID.PARAM=VALUE) and the fixes it proposes.
+
+examples:
+  curvediag rules explain overfitting
+  curvediag rules explain loss-spike
+  curvediag rules explain accuracy-gave-back --rules my_rules/""",
+    "validate": """\
+Check rule files without running them: the schema, that every feature, parameter and
+template field exists, and that no condition orders a number against text. Each problem is
+one line naming the file and the rule.
+
+exit codes: 0 = every file is valid, 2 = a file has a problem.
+
+examples:
+  curvediag rules validate my_rules/
+  curvediag rules validate my_rules/tail-too-high.yaml""",
+    "schema": """\
+The JSON Schema of a rule file, for editors that check YAML as you type.
+
+examples:
+  curvediag rules schema -o rule.schema.json
+  curvediag rules schema | jq '.properties | keys'""",
+}
+
+_FEATURES_HELP = """\
+Every feature a rule condition can use, with what it measures: loss.*, eval.*, grad.*,
+lr.*, run.*, cfg.*, ... plus metric.<series>.<stat> for any logged series and score.* for
+the run's main eval score.
+
+examples:
+  curvediag features
+  curvediag features | grep '^eval\\.'"""
 
 
 def _build_parser() -> argparse.ArgumentParser:
@@ -99,15 +138,34 @@ def _build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser(
         "rules",
         help="list, explain, validate and test rules",
-        description="Work with the rule catalog and your own rule files.",
+        description="Work with the rule catalog and your own rule files.\n\nexamples:\n"
+        "  curvediag rules list\n"
+        "  curvediag rules explain overfitting\n"
+        "  curvediag rules validate my_rules/\n"
+        "  curvediag rules test my_rules/\n"
+        "  curvediag rules schema -o rule.schema.json",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     rsub = r.add_subparsers(dest="rules_command", metavar="ACTION")
-    lst = rsub.add_parser("list", help="table of the rules")
+    raw = argparse.RawDescriptionHelpFormatter
+    lst = rsub.add_parser(
+        "list", help="table of the rules", description=_RULES_HELP["list"], formatter_class=raw
+    )
     add_rule_options(lst, with_set=False)
-    ex = rsub.add_parser("explain", help="a rule's documentation, parameters and defaults")
+    ex = rsub.add_parser(
+        "explain",
+        help="a rule's documentation, parameters and defaults",
+        description=_RULES_HELP["explain"],
+        formatter_class=raw,
+    )
     ex.add_argument("rule_id", metavar="ID")
     add_rule_options(ex, with_set=False)
-    va = rsub.add_parser("validate", help="check rule files (schema, features, parameters)")
+    va = rsub.add_parser(
+        "validate",
+        help="check rule files (schema, features, parameters)",
+        description=_RULES_HELP["validate"],
+        formatter_class=raw,
+    )
     va.add_argument("files", nargs="+", metavar="FILE", help="rule files or folders")
     te = rsub.add_parser(
         "test",
@@ -123,9 +181,19 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     te.add_argument("files", nargs="*", metavar="FILE", help="test files or folders")
     add_rule_options(te, with_set=False)
-    sc = rsub.add_parser("schema", help="print the JSON Schema of a rule file")
+    sc = rsub.add_parser(
+        "schema",
+        help="print the JSON Schema of a rule file",
+        description=_RULES_HELP["schema"],
+        formatter_class=raw,
+    )
     sc.add_argument("-o", "--output", help="write to this file instead of stdout")
-    sub.add_parser("features", help="list the features rules can use")
+    sub.add_parser(
+        "features",
+        help="list the features rules can use",
+        description=_FEATURES_HELP,
+        formatter_class=raw,
+    )
     for name, module, help_text in _PLUGGED:
         mod = importlib.import_module(module)
         p = sub.add_parser(

@@ -93,3 +93,12 @@ def err(msg: str) -> None:
     from curvediag.escape import terminal
 
     print(f"curvediag: error: {terminal(msg)}", file=sys.stderr)
+
+
+#: What a run PATH may be, for every subcommand that reads one (one text, so it stays true).
+RUN_FORMATS = """\
+PATH is a trainer_state.json, a Trainer output folder, or a folder of checkpoint-N/
+folders (the latest checkpoint is used), TensorBoard event files or run folders, a W&B run
+folder (wandb/run-*/), a W&B UI CSV export or run.history()/scan_history() dump (CSV, JSON
+Lines, Parquet), a Lightning metrics.csv, TensorBoard's CSV export, or any CSV/JSONL with a
+step column."""

@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from curvediag.cli_options import add_rule_options, err, parse_map
+from curvediag.cli_options import RUN_FORMATS, add_rule_options, err, parse_map
 
 if TYPE_CHECKING:
     from curvediag.live import LiveDiagnosis
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = ["DESCRIPTION", "WatchResult", "add_arguments", "run", "watch"]
 
-DESCRIPTION = """\
+DESCRIPTION = f"""\
 Follow a training run that is still writing its logs and report each finding as it appears,
 with its step. PATH is what `curvediag diagnose` reads: a Trainer output folder (its
 checkpoint-N/trainer_state.json, runs/ and wandb/ are followed together), a TensorBoard run
@@ -43,6 +43,10 @@ readable appeared at PATH, or a rule file could not be read.
 examples:
   curvediag watch output_dir/                          # follow a Trainer run
   curvediag watch runs/exp1 --idle 600 --fail-on warning
+  curvediag watch wandb/latest-run/ --rules my_rules/  # a W&B run folder, your own rules
+  curvediag watch lightning_logs/version_3/metrics.csv
+
+{RUN_FORMATS}
 """
 
 #: Names of the files whose changes are followed (everything else, e.g. weights, is ignored).

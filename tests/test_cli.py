@@ -124,3 +124,34 @@ def test_bad_map_option_is_a_one_line_error(
 ) -> None:
     assert main([command, str(STATE / "resumed.json"), "--map", "no-equals-sign"]) == 2
     assert "expected RAW=CANONICAL" in capsys.readouterr().err
+
+
+SUBCOMMANDS = [
+    ["diagnose"],
+    ["report"],
+    ["batch"],
+    ["watch"],
+    ["features"],
+    ["rules"],
+    ["rules", "list"],
+    ["rules", "explain"],
+    ["rules", "validate"],
+    ["rules", "test"],
+    ["rules", "schema"],
+]
+#: subcommands that read a run: their help names every input format
+READS_RUNS = {"diagnose", "report", "batch", "watch"}
+
+
+@pytest.mark.parametrize("argv", SUBCOMMANDS, ids=" ".join)
+def test_every_subcommand_help_teaches(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main([*argv, "--help"])
+    assert info.value.code == 0
+    out = capsys.readouterr().out
+    assert "examples:" in out
+    examples = out.split("examples:", 1)[1]
+    assert examples.count("curvediag " + argv[0]) >= 2, examples
+    if argv[0] in READS_RUNS:
+        for fmt in ("trainer_state.json", "TensorBoard", "W&B", "Lightning", "CSV"):
+            assert fmt in out, (argv, fmt)

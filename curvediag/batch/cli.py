@@ -19,8 +19,11 @@ step, verdict, top finding, all finding ids, and the error when a run could not 
 
 Runs are found recursively: a Trainer output folder (with its checkpoint-N/, runs/ and
 wandb/) is one run, a TensorBoard or W&B run folder is one run, a W&B CSV export can hold
-several. Checkpoints, weights and other large files are never opened. A run that cannot
-be read becomes a row with an error; the batch never stops on one bad run.
+several; any format `curvediag diagnose` reads is read (Trainer state, TensorBoard events and
+CSV exports, W&B run folders, CSV exports and history dumps, Lightning metrics.csv, any
+CSV/JSONL with a step column: trainer_state.json included). Checkpoints, weights and other
+large files are never opened. A run that cannot be read becomes a row with an error; the
+batch never stops on one bad run.
 
 Rows are written as runs finish, in discovery order (the same for any --jobs/--engine).
 The output format comes from --format or the file's extension (.csv, .parquet, .jsonl,

@@ -8,16 +8,18 @@ from __future__ import annotations
 import argparse
 import shlex
 
-from curvediag.cli_options import add_rule_options, parse_map
+from curvediag.cli_options import RUN_FORMATS, add_rule_options, parse_map
 
 __all__ = ["DESCRIPTION", "add_arguments", "run"]
 
-DESCRIPTION = """\
+DESCRIPTION = f"""\
 Write a postmortem of one training run: DIR/postmortem.md with a TL;DR, a timeline of the key
 events, annotated PNG plots (loss, learning rate, gradient norm, throughput and memory when
 logged), the findings, an ordered "next run" list of setting changes to try one at a time,
 the hyperparameters and the skipped rules. Image links are relative: zip or commit the folder.
 The same logs and options give the same markdown, byte for byte.
+
+{RUN_FORMATS}
 
 exit codes: 0 = report written, 2 = the input or a rule file could not be read.
 
@@ -25,6 +27,8 @@ examples:
   curvediag report output_dir/ -o postmortem/
   curvediag report runs/ -o report/ --no-plots        # text only
   curvediag report out/ -o report/ --set overfitting.min_rise=0.1
+  curvediag report wandb/run-20250101_120000-abc123 -o report/   # a W&B run folder
+  curvediag report lightning_logs/version_0/metrics.csv -o report/
 """
 
 
