@@ -253,6 +253,8 @@ class Finding(BaseModel):
     onset_step: int | None = None
     values: dict[str, Any] = Field(default_factory=dict)
     related: list[str] = Field(default_factory=list)
+    #: what the rule declared for the report (timeline event, next-run kind); not serialised
+    report: dict[str, Any] = Field(default_factory=dict, exclude=True)
 
     def to_dict(self) -> dict[str, Any]:
         d = self.model_dump(mode="json")

@@ -1,7 +1,9 @@
 """The "next run" list: concrete setting changes to try one at a time, most likely cause first.
 
-Each rule id maps to a handler that proposes changes from the finding and the run's own
-configuration (``run.meta`` and ``meta.hyperparameters``), most useful first. The list takes
+A rule declares in its YAML which kind of change its finding calls for
+(``report: {next_run: {kind: lower-lr, factor: 5}}``); each kind's handler proposes changes
+from the finding and the run's own configuration (``run.meta`` and ``meta.hyperparameters``),
+most useful first. The report itself knows no rule id. The list takes
 the first change of every finding (most severe, most confident finding first), then the
 others, never the same setting twice. Rules without a handler contribute their first fix.
 """
@@ -21,7 +23,7 @@ if TYPE_CHECKING:
     from curvediag.model import Diagnosis, Finding
     from curvediag.report.context import ReportContext
 
-__all__ = ["HANDLERS", "MAX_CHANGES", "Change", "next_run_changes", "nice"]
+__all__ = ["KINDS", "MAX_CHANGES", "Change", "handler_for", "next_run_changes", "nice"]
 
 #: At most this many changes are listed: a plan, not a shotgun.
 MAX_CHANGES = 5
@@ -438,27 +440,36 @@ def _batch_noise(ctx: ReportContext, f: Finding) -> list[Change | None]:
     return [_setting("gradient_accumulation_steps", cur, cur * 4, why, f.rule_id)]
 
 
-#: Rule id -> handler proposing changes, most useful first.
-HANDLERS: dict[str, Callable[[ReportContext, Finding], list[Change | None]]] = {
-    "overfitting": _overfitting,
-    "eval-loss-rising": _overfitting,
-    "loss-nonfinite-after-grad-growth": _nan_after_growth,
-    "loss-nonfinite-sudden": _nan_sudden,
-    "loss-nonfinite-at-start": _nan_at_start,
-    "loss-diverging": _lr_too_high(5, "the train loss climbed back up after its minimum"),
-    "exploding-gradients": _lr_too_high(3, "the grad norm kept growing after warmup"),
-    "grad-clipping-saturated": _clipping,
-    "loss-spike": _spike,
-    "early-instability-no-warmup": _no_warmup,
-    "loss-not-decreasing": _not_decreasing,
-    "loss-plateau-after-drop": _plateau,
-    "still-improving-at-end": _still_improving,
-    "eval-flat-while-train-falls": _eval_flat,
-    "warmup-longer-than-run": _warmup_too_long,
-    "spike-at-warmup-end": _spike_at_warmup_end,
-    "loss-oscillating": _lr_too_high(3, "the loss oscillates after warmup"),
-    "loss-noisy": _batch_noise,
+Handler = Callable[["ReportContext", "Finding"], list["Change | None"]]
+
+#: Next-run kinds a rule can declare (``report: {next_run: {kind: ...}}`` in its YAML) -> the
+#: handler proposing changes from the finding and the run's configuration, most useful first.
+KINDS: dict[str, Handler] = {
+    "keep-best-checkpoint": _overfitting,
+    "nan-after-growth": _nan_after_growth,
+    "nan-sudden": _nan_sudden,
+    "nan-at-start": _nan_at_start,
+    "clipping": _clipping,
+    "inspect-spike": _spike,
+    "add-warmup": _no_warmup,
+    "not-decreasing": _not_decreasing,
+    "plateau": _plateau,
+    "train-longer": _still_improving,
+    "eval-flat": _eval_flat,
+    "shorten-warmup": _warmup_too_long,
+    "warmup-end-spike": _spike_at_warmup_end,
+    "batch-noise": _batch_noise,
 }
+
+
+def handler_for(f: Finding) -> Handler | None:
+    """The handler a finding's rule declared, or None (the finding then contributes its first
+    fix). ``lower-lr`` takes the factor and the reason from the declaration."""
+    spec = f.report.get("next_run") or {}
+    kind = spec.get("kind")
+    if kind == "lower-lr":
+        return _lr_too_high(float(spec.get("factor") or 3), str(spec.get("why") or f.title))
+    return KINDS.get(str(kind)) if kind else None
 
 
 def _no_op(c: Change) -> bool:
@@ -482,7 +493,7 @@ def next_run_changes(diagnosis: Diagnosis | ReportContext) -> list[Change]:
     )
     per_finding: list[list[Change]] = []
     for f in findings:
-        handler = HANDLERS.get(f.rule_id)
+        handler = handler_for(f)
         if handler is not None:
             changes = [c for c in handler(ctx, f) if c is not None and not _no_op(c)]
         elif f.fixes:

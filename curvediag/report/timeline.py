@@ -19,7 +19,7 @@ from curvediag.escape import md_code
 from curvediag.report._fmt import num, pct, setting_value
 
 if TYPE_CHECKING:
-    from curvediag.model import Diagnosis
+    from curvediag.model import Diagnosis, Finding
     from curvediag.report.context import ReportContext
 
 __all__ = ["EVENT_KINDS", "Event", "build_timeline", "changepoint_steps", "clipping_onset"]
@@ -38,17 +38,6 @@ EVENT_KINDS = (
     "finding",
     "end",
 )
-
-#: Rules whose onset another event already marks.
-_COVERED = {
-    "overfitting": "best_eval",
-    "eval-loss-rising": "best_eval",
-    "loss-spike": "spike",
-    "grad-clipping-saturated": "clipping",
-    "loss-nonfinite-after-grad-growth": "nonfinite",
-    "loss-nonfinite-sudden": "nonfinite",
-    "loss-nonfinite-at-start": "nonfinite",
-}
 
 #: Clipping counts as saturated when at least this share of the logs from the onset on is
 #: above the threshold.
@@ -135,11 +124,18 @@ def _build(ctx: ReportContext) -> list[Event]:
     return sorted(events, key=lambda e: e.order)
 
 
-def _finding_for(ctx: ReportContext, *rule_ids: str) -> str | None:
+def _marked_by(ctx: ReportContext, event: str) -> str | None:
+    """The first finding whose rule declares that this timeline event marks it
+    (``report: {timeline: ...}`` in the rule's YAML)."""
     for f in ctx.diagnosis.findings:
-        if f.rule_id in rule_ids:
+        if f.report.get("timeline") == event:
             return f.rule_id
     return None
+
+
+def _covered(f: Finding) -> bool:
+    """Whether a data-derived event already stands for the finding's onset."""
+    return bool(f.report.get("timeline")) and not f.report.get("own_entry")
 
 
 def _start(ctx: ReportContext) -> list[tuple[int, str, str, str, str | None]]:
@@ -174,7 +170,7 @@ def _warmup(ctx: ReportContext) -> list[tuple[int, str, str, str, str | None]]:
         arg = "warmup_ratio" if major is not None and major < 5 else "warmup_steps"
         cfg = f" ({arg}={setting_value(warm_ratio)})"
     planned = ctx.planned_steps() or ctx.run.last_step
-    rule = _finding_for(ctx, "early-instability-no-warmup")
+    rule = _marked_by(ctx, "warmup")
     if has is False and lr_series is not None:
         first = int(lr_series.steps[0])
         return [
@@ -246,7 +242,7 @@ def _changepoints(ctx: ReportContext) -> list[tuple[int, str, str, str, str | No
                 "changepoint",
                 "Loss level jumps",
                 f"the train-loss level rises {pct(jump)} between segments{tail}{where}",
-                _finding_for(ctx, "loss-level-shift"),
+                _marked_by(ctx, "changepoint"),
             )
         )
     flat = ctx.step("cp.flat_from_step")
@@ -341,12 +337,12 @@ def clipping_onset(ctx: ReportContext) -> tuple[int, float] | None:
 def _clipping(ctx: ReportContext) -> list[tuple[int, str, str, str, str | None]]:
     thr, how = ctx.clip_threshold()
     onset = clipping_onset(ctx)
-    rule = _finding_for(ctx, "grad-clipping-saturated")
+    rule = _marked_by(ctx, "clipping")
     if onset is None:
         return []
     step, share = onset
     for f in ctx.diagnosis.findings:
-        if f.rule_id == "grad-clipping-saturated":
+        if f.report.get("timeline") == "clipping":
             fs = f.onset_step if f.onset_step is not None else f.step_range[0]
             if fs is not None:
                 step = int(fs)
@@ -364,9 +360,7 @@ def _clipping(ctx: ReportContext) -> list[tuple[int, str, str, str, str | None]]
 
 def _nonfinite(ctx: ReportContext) -> list[tuple[int, str, str, str, str | None]]:
     out: list[tuple[int, str, str, str, str | None]] = []
-    rule = _finding_for(
-        ctx, "loss-nonfinite-after-grad-growth", "loss-nonfinite-sudden", "loss-nonfinite-at-start"
-    )
+    rule = _marked_by(ctx, "nonfinite")
     first = ctx.step("nan.first_step")
     gfirst = ctx.step("grad.first_nonfinite_step")
     growth = ctx.number("nan.grad_growth")
@@ -414,7 +408,7 @@ def _spikes(ctx: ReportContext) -> list[tuple[int, str, str, str, str | None]]:
     step = ctx.step("spike.step")
     if step is None:
         return []
-    rule = _finding_for(ctx, "loss-spike")
+    rule = _marked_by(ctx, "spike")
     count = ctx.step("spike.count") or 1
     first = ctx.step("spike.first_step")
     out: list[tuple[int, str, str, str, str | None]] = []
@@ -444,7 +438,7 @@ def _best_eval(ctx: ReportContext) -> list[tuple[int, str, str, str, str | None]
     best = ctx.number("eval.min")
     if step is None or best is None:
         return []
-    rule = _finding_for(ctx, "overfitting", "eval-loss-rising")
+    rule = _marked_by(ctx, "best_eval")
     ev = ctx.run.get("eval/loss")
     later = ev.values[ev.steps > step] if ev is not None else np.zeros(0)
     bad = int((~np.isfinite(later)).sum())
@@ -494,7 +488,7 @@ def _findings(ctx: ReportContext) -> list[tuple[int, str, str, str, str | None]]
     out: list[tuple[int, str, str, str, str | None]] = []
     last = ctx.run.last_step
     for f in ctx.diagnosis.findings:
-        if f.rule_id in _COVERED or f.severity.value == "info":
+        if _covered(f) or f.severity.value == "info":
             continue
         step = f.onset_step if f.onset_step is not None else f.step_range[0]
         if step is None or (last is not None and step >= last):

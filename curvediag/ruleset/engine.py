@@ -155,6 +155,7 @@ def _evaluate_one(
         step_range=(step_of(start), step_of(end)),
         onset_step=step_of(rule.onset),
         values={k: v for k, v in sorted(values.items()) if not isinstance(v, Unavailable)},
+        report=rule.report.model_dump(exclude_none=True) if rule.report else {},
     )
     return Evaluation(rule, "fired", finding=finding)
 

@@ -95,6 +95,41 @@ AnyOf.model_rebuild()
 NotOf.model_rebuild()
 
 
+class NextRun(_Strict):
+    """``next_run: {kind: lower-lr, factor: 5, why: "the loss climbed back up"}``"""
+
+    kind: str = Field(
+        pattern=r"^[a-z][a-z0-9-]*$",
+        description="how the report's next-run plan turns this finding into setting changes "
+        "(curvediag.report.next_run.KINDS: lower-lr, add-warmup, keep-best-checkpoint, ...)",
+    )
+    factor: float | None = Field(default=None, gt=1, description="for lower-lr: divide by this")
+    why: str | None = Field(default=None, description="for lower-lr: the reason, in words")
+
+
+class ReportSpec(_Strict):
+    """What a finding contributes to the postmortem report beyond its own section."""
+
+    timeline: (
+        Literal["best_eval", "spike", "clipping", "nonfinite", "warmup", "changepoint"] | None
+    ) = Field(
+        default=None,
+        description="the timeline event that marks this finding (the best eval, the largest "
+        "spike, the clipping onset, the first non-finite value, warmup, a level jump); the "
+        "event is attributed to it",
+    )
+    own_entry: bool = Field(
+        default=False,
+        description="also list the finding's onset as its own timeline entry (by default the "
+        "event above stands for it)",
+    )
+    next_run: NextRun | None = Field(
+        default=None,
+        description="the setting changes it proposes for the next run; without it, the "
+        "finding contributes its first fix",
+    )
+
+
 class Rule(_Strict):
     """One diagnosis rule, as written in a YAML file under ``rules/``."""
 
@@ -145,6 +180,9 @@ class Rule(_Strict):
     why: str = Field(min_length=3)
     fixes: list[str] = Field(min_length=1)
     references: list[str] = Field(default_factory=list)
+    report: ReportSpec | None = Field(
+        default=None, description="timeline event and next-run plan contributions"
+    )
 
     @field_validator("steps")
     @classmethod
