@@ -13,6 +13,7 @@ import curvediag
 from curvediag.features import registry
 from curvediag.report.markdown import postmortem_markdown
 from curvediag.report.writer import render_report
+from curvediag.testing.synth import make_run
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "hf" / "overfit"
 
@@ -68,3 +69,18 @@ def test_batch_and_python_give_the_same_diagnosis() -> None:
     d = curvediag.diagnose(FIXTURE)
     row = rows.iloc[0] if hasattr(rows, "iloc") else rows[0]
     assert row["verdict"] == d.verdict
+
+
+def test_verdict_thresholds_are_settings_a_user_can_override() -> None:
+    # a run that stopped at 85% of its plan: early by default (< 90%), not with a lower bar
+    meta = {"max_steps": 200, "finished": False}
+    run = make_run({"train/loss": {"gen": "decay", "n": 17, "start": 3.0, "end": 1.0}}, meta=meta)
+    assert "run-ended-early" in curvediag.diagnose(run).finding_ids
+    relaxed = curvediag.diagnose(run, overrides={"features.ended_early_progress": 0.8})
+    assert "run-ended-early" not in relaxed.finding_ids
+    # confidence grows with the points logged: full at confidence_full_points
+    d = curvediag.diagnose(run)
+    f = next(f for f in d.findings if f.rule_id == "run-ended-early")
+    lower = curvediag.diagnose(run, overrides={"features.confidence_full_points": 1000})
+    g = next(f for f in lower.findings if f.rule_id == "run-ended-early")
+    assert g.confidence < f.confidence

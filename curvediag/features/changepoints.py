@@ -72,7 +72,9 @@ class _Lines:
         return float(self.at(np.array([a]), np.array([e]), np.array([x], dtype=np.float64))[0])
 
 
-def segments(steps: np.ndarray, t: np.ndarray, scale: LossScale) -> list[Segment]:
+def segments(
+    steps: np.ndarray, t: np.ndarray, scale: LossScale, penalty: float = 12.0
+) -> list[Segment]:
     """Segment a transformed loss curve (see the module docstring).
 
     Raises:
@@ -91,7 +93,8 @@ def segments(steps: np.ndarray, t: np.ndarray, scale: LossScale) -> list[Segment
     spread = float(np.ptp(y))
     sigma = max(sigma, 1e-3 * spread, 1e-9)
     min_size = max(3, n // 20)
-    pen = 4.0 * sigma**2 * math.log(n) * 3.0
+    # ``penalty`` (FeatureSettings.changepoint_penalty) x noise variance x log(points)
+    pen = penalty * sigma**2 * math.log(n)
     candidates = optimal_partition(y, min_size, pen)
     lines = _Lines(y)
     bounds = [0, *_real_jumps(y, lines, candidates, min_size), n]
@@ -209,7 +212,7 @@ def _cp(ctx: FeatureContext) -> dict[str, Value]:
     s, v = steps[:end][ok[:end]], values[:end][ok[:end]]
     scale = LossScale(v)
     t = scale.forward(v)
-    segs = segments(s, t, scale)
+    segs = segments(s, t, scale, ctx.settings.changepoint_penalty)
     # a jump: the local level just after the change point over the one just before it
     jumps = [
         (scale.ratio(b.start_level - a.end_level), b.start_step, i)

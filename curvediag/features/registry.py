@@ -148,6 +148,15 @@ class FeatureSettings:
         flat_tolerance: Relative change under which a smoothed loss counts as flat.
         min_points_to_judge: A run whose loss has fewer finite points than this is
             ``inconclusive``: too little to judge a trend, so it is never called healthy.
+        ended_early_progress: A run without its end-of-training summary that logged less
+            than this share of its planned steps ended early (``run.ended_early``).
+        warmup_start_share: The learning rate starts below this share of its peak when the
+            run has a warmup (``lr.has_warmup``).
+        warmup_reach_share: Warmup ends at the first log at or above this share of the peak.
+        changepoint_penalty: Penalty per change-point segment, in units of
+            noise variance x log(points): higher finds fewer, larger level changes.
+        confidence_full_points: A finding's confidence is its rule's confidence scaled by
+            sqrt(points / this), capped at 1: fewer logged points, less confidence.
     """
 
     max_grad_norm: float | None = None
@@ -155,6 +164,11 @@ class FeatureSettings:
     spike_min_ratio: float = 1.3
     flat_tolerance: float = 0.02
     min_points_to_judge: float = 4
+    ended_early_progress: float = 0.9
+    warmup_start_share: float = 0.5
+    warmup_reach_share: float = 0.98
+    changepoint_penalty: float = 12.0
+    confidence_full_points: float = 10.0
 
     def update(self, values: Mapping[str, Any]) -> None:
         for key, value in values.items():

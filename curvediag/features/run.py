@@ -40,8 +40,8 @@ def _lr(ctx: FeatureContext) -> dict[str, Value]:
     peak = float(values.max())
     i_peak = int(np.argmax(values))
     first = float(values[0])
-    reach = int(np.argmax(values >= 0.98 * peak))
-    has_warmup = bool(peak > 0 and first < 0.5 * peak and reach > 0)
+    reach = int(np.argmax(values >= ctx.settings.warmup_reach_share * peak))
+    has_warmup = bool(peak > 0 and first < ctx.settings.warmup_start_share * peak and reach > 0)
     constant = bool(peak > 0 and (peak - float(values.min())) <= 0.01 * peak)
     after = values[i_peak:]
     constant_after = bool(
@@ -135,7 +135,7 @@ def _run(ctx: FeatureContext) -> dict[str, Value]:
         configured = int(meta.warmup_ratio * meta.max_steps)
     ended_early = bool(
         progress is not None
-        and progress < 0.9
+        and progress < ctx.settings.ended_early_progress
         and meta.finished is not True
         and "train_runtime" not in meta.summary  # the Trainer's end-of-training summary
     )

@@ -140,7 +140,8 @@ def _evaluate_one(
     start, end = rule.steps or [None, None]
     primary = run.get(rule.requires[0]) if rule.requires else None
     n = int(primary.finite.sum()) if primary is not None else 20
-    confidence = round(min(0.99, max(0.05, rule.confidence * min(1.0, math.sqrt(n / 10)))), 2)
+    full = max(float(features.settings.confidence_full_points), 1.0)
+    confidence = round(min(0.99, max(0.05, rule.confidence * min(1.0, math.sqrt(n / full)))), 2)
     finding = Finding(
         rule_id=rule.id,
         title=rule.title,
