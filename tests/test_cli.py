@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import sys
@@ -155,3 +156,25 @@ def test_every_subcommand_help_teaches(argv: list[str], capsys: pytest.CaptureFi
     if argv[0] in READS_RUNS:
         for fmt in ("trainer_state.json", "TensorBoard", "W&B", "Lightning", "CSV"):
             assert fmt in out, (argv, fmt)
+
+
+class _Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_report_shows_its_stages_on_a_terminal_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fixture = Path(__file__).resolve().parents[1] / "fixtures" / "hf" / "overfit"
+    tty = _Tty()
+    monkeypatch.setattr(sys, "stderr", tty)
+    assert main(["report", str(fixture), "-o", str(tmp_path / "a"), "--no-plots"]) == 0
+    drawn = tty.getvalue()
+    for stage in ("reading...", "diagnosing...", "writing...", "3/3 done"):
+        assert stage in drawn, drawn
+    assert drawn.endswith("\n")
+    # not a terminal: no bar at all
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    assert main(["report", str(fixture), "-o", str(tmp_path / "b"), "--no-plots"]) == 0
+    assert sys.stderr.getvalue() == ""  # type: ignore[attr-defined]

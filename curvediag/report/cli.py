@@ -61,6 +61,7 @@ def run(args: argparse.Namespace) -> int:
     """Write the report; 0 on success, 2 on bad input (one line on stderr)."""
     from curvediag.ingest import load_run
     from curvediag.pipeline import diagnose
+    from curvediag.progress import Stages
     from curvediag.report.writer import render_report
     from curvediag.ruleset.loader import load_rules, parse_overrides
 
@@ -68,8 +69,19 @@ def run(args: argparse.Namespace) -> int:
     ruleset = load_rules(
         *args.rules, builtin=not args.no_builtin, overrides=parse_overrides(args.set)
     )
-    the_run = load_run(args.path, aliases=aliases)
-    d = diagnose(the_run, rules=ruleset)
-    path = render_report(d, args.output, plots=not args.no_plots, command=_command(args))
+    names = ["reading", "diagnosing", *([] if args.no_plots else ["plotting"]), "writing"]
+    stages = Stages("curvediag report", names)
+    try:
+        stages.stage("reading")
+        the_run = load_run(args.path, aliases=aliases)
+        stages.stage("diagnosing")
+        d = diagnose(the_run, rules=ruleset)
+        path = render_report(
+            d, args.output, plots=not args.no_plots, command=_command(args), on_stage=stages.stage
+        )
+    except BaseException:
+        stages.close(failed=True)
+        raise
+    stages.close()
     print(f"{path}  ({d.verdict}, {len(d.findings)} finding(s))")
     return 0

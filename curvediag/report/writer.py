@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -47,6 +48,7 @@ def render_report(
     *,
     plots: bool = True,
     command: str | None = None,
+    on_stage: Callable[[str], None] | None = None,
 ) -> Path:
     """Write ``out_dir/postmortem.md`` (and ``out_dir/<plot>.png`` unless ``plots=False``).
 
@@ -57,6 +59,8 @@ def render_report(
         out_dir: The folder to write (created if needed; existing report files are replaced).
         plots: Draw the PNG plots.
         command: The command line to show under "Reproduce".
+        on_stage: Called with ``"plotting"`` and ``"writing"`` as those stages start (the
+            CLI's progress line).
 
     Returns:
         The path of ``postmortem.md``.
@@ -65,14 +69,21 @@ def render_report(
         OutOfMemoryError: The plots or the report do not fit in memory (names the run).
     """
     try:
-        return _render(diagnosis, Path(out_dir), plots=plots, command=command)
+        return _render(diagnosis, Path(out_dir), plots=plots, command=command, on_stage=on_stage)
     except MemoryError as exc:
         if isinstance(exc, OutOfMemoryError):
             raise
         raise OutOfMemoryError(diagnosis.run.source, "writing its report") from None
 
 
-def _render(diagnosis: Diagnosis, out: Path, *, plots: bool, command: str | None) -> Path:
+def _render(
+    diagnosis: Diagnosis,
+    out: Path,
+    *,
+    plots: bool,
+    command: str | None,
+    on_stage: Callable[[str], None] | None = None,
+) -> Path:
     from curvediag.errors import CurvediagError
     from curvediag.report.context import ReportContext
     from curvediag.report.markdown import postmortem_markdown
@@ -86,11 +97,15 @@ def _render(diagnosis: Diagnosis, out: Path, *, plots: bool, command: str | None
         if plots:
             from curvediag.report.plots import plot_figures, save_figures
 
+            if on_stage is not None:
+                on_stage("plotting")
             images = save_figures(plot_figures(ctx, build_timeline(ctx)), out)
         # plots an earlier report left here that this one does not draw would be stale
         for name in PLOT_NAMES:
             if name not in (images or {}):
                 (out / f"{name}.png").unlink(missing_ok=True)
+        if on_stage is not None:
+            on_stage("writing")
         text = postmortem_markdown(ctx, images=images, command=command)
         path.write_text(text, encoding="utf-8", newline="\n")
     except OSError as exc:
