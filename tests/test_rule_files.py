@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
 import curvediag
 from curvediag.errors import RuleSchemaError
@@ -185,3 +186,19 @@ def test_an_unknown_group_or_member_is_a_load_error(tmp_path: Path) -> None:
     (other / "groups.yaml").write_text("groups:\n  g: [no-such-rule]\n", encoding="utf-8")
     with pytest.raises(RuleSchemaError, match="group 'g' names unknown rule 'no-such-rule'"):
         load_rules(other)
+
+
+def test_every_must_fire_case_states_a_value() -> None:
+    """A rule test checks what the rule computed (an onset step or a key evidence number), not
+    only that it fired; and no case states two expect_values (YAML would keep the last)."""
+    import re
+
+    root = Path(__file__).resolve().parents[1] / "rules"
+    missing = []
+    for tf in sorted(root.rglob("*.test.yaml")):
+        for block in re.split(r"\n  - name: ", tf.read_text(encoding="utf-8"))[1:]:
+            assert block.count("expect_values:") <= 1, (tf.name, block.split("\n")[0])
+        for case in yaml.safe_load(tf.read_text(encoding="utf-8"))["cases"]:
+            if case["expect"] == "fire" and not case.get("expect_values"):
+                missing.append(f"{tf.name}: {case['name']}")
+    assert missing == []

@@ -196,7 +196,11 @@ class RuleTestCase(_Strict):
     """One must-fire / must-stay-quiet / skipped case for a rule."""
 
     name: str
-    expect: Literal["fire", "silent", "skipped"]
+    expect: Literal["fire", "folded", "silent", "skipped"] = Field(
+        description="fire: the rule reports a finding; folded: it matched but a stronger finding "
+        "folds it in (shown as also seen); silent: it did not match; skipped: it could not be "
+        "evaluated"
+    )
     fixture: str | None = Field(
         default=None, description="path of a real run, relative to the file"
     )

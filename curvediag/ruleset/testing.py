@@ -2,8 +2,9 @@
 
 Used by the test suite and by ``curvediag rules test`` (users test their own rules the same
 way). A case is a synthetic run in compact notation (see :mod:`curvediag.testing.synth`) or a
-path to a real run (``fixture``, relative to the test file). ``fire`` means the rule matched, before
-echo suppression; ``silent`` that it did not; ``skipped`` that it could not be evaluated.
+path to a real run (``fixture``, relative to the test file). ``fire`` means the rule reported a
+finding; ``folded`` that it matched but a stronger finding folded it in (it does not count as
+fired); ``silent`` that it did not match; ``skipped`` that it could not be evaluated.
 """
 
 from __future__ import annotations
@@ -92,12 +93,12 @@ def run_case(case: RuleTestCase, rule_id: str, ruleset: RuleSet, base: Path) -> 
     ev = next((e for e in evals if e.rule.id == rule_id), None)
     if ev is None:
         return CaseResult(rule_id, case.name, case.expect, "error", False, "rule not loaded")
-    got = {"fired": "fire", "suppressed": "fire", "silent": "silent", "skipped": "skipped"}[
+    got = {"fired": "fire", "suppressed": "folded", "silent": "silent", "skipped": "skipped"}[
         ev.state
     ]
     detail = ev.reason
     passed = got == case.expect
-    if passed and got == "fire":
+    if passed and got in ("fire", "folded"):
         for name, want in case.expect_values.items():
             have = features.get(name)
             if isinstance(want, list) and len(want) == 2:
