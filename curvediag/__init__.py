@@ -36,7 +36,6 @@ _LAZY = {
     "MissingDependencyError": "curvediag.errors",
     "OutOfMemoryError": "curvediag.errors",
     "RuleError": "curvediag.errors",
-    "RuleEvaluationError": "curvediag.errors",
     "RuleSchemaError": "curvediag.errors",
     "UnrecognizedFormatError": "curvediag.errors",
 }
@@ -53,7 +52,6 @@ __all__ = [
     "MissingDependencyError",
     "OutOfMemoryError",
     "RuleError",
-    "RuleEvaluationError",
     "RuleSchemaError",
     "RuleSet",
     "Run",
@@ -81,7 +79,6 @@ if TYPE_CHECKING:
         MissingDependencyError,
         OutOfMemoryError,
         RuleError,
-        RuleEvaluationError,
         RuleSchemaError,
         UnrecognizedFormatError,
     )

@@ -7,8 +7,7 @@
     │   ├── UnrecognizedFormatError     no reader recognises the path
     │   └── MalformedRunError(+ValueError)  the file is recognised but broken
     ├── RuleError
-    │   ├── RuleSchemaError(+ValueError)    a rule file is invalid (names file and rule id)
-    │   └── RuleEvaluationError             a rule could not be evaluated
+    │   └── RuleSchemaError(+ValueError)    a rule file is invalid (names file and rule id)
     ├── InsufficientDataError           internal: turns into a skipped rule
     ├── MissingDependencyError(+ImportError)  names the extra to install
     └── OutOfMemoryError(+MemoryError)  a run too large for this machine (names the run)
@@ -28,7 +27,6 @@ __all__ = [
     "MissingDependencyError",
     "OutOfMemoryError",
     "RuleError",
-    "RuleEvaluationError",
     "RuleSchemaError",
     "UnrecognizedFormatError",
 ]
@@ -70,10 +68,6 @@ class RuleSchemaError(RuleError, ValueError):
         if rule_id:
             where += f" (rule {rule_id!r})"
         super().__init__(f"{where}: {problem}")
-
-
-class RuleEvaluationError(RuleError):
-    """A rule failed while being evaluated against a run."""
 
 
 class InsufficientDataError(CurvediagError):
