@@ -294,7 +294,7 @@ def test_filters_and_reports(tmp_path: Path) -> None:
 
 def test_help_is_light_and_lists_batch() -> None:
     code = (
-        "import sys, curvediag.batch.cli as c, argparse;"
+        "import sys, curvediag.cli.batch as c, argparse;"
         "p = argparse.ArgumentParser(); c.add_arguments(p);"
         "heavy = [m for m in ('numpy', 'pandas', 'pydantic', 'yaml') if m in sys.modules];"
         "print(heavy)"

@@ -31,11 +31,11 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # load -> features -> rules -> Diagnosis
     ("pipeline", ("curvediag.pipeline",)),
     # what uses a Diagnosis: reports, batch tables, live monitoring, notebook display
-    ("app", ("curvediag.report", "curvediag.batch", "curvediag.live", "curvediag.display",
-             "curvediag.render", "curvediag.integrations", "curvediag.progress")),
+    ("app", ("curvediag.report", "curvediag.batch", "curvediag.live", "curvediag.watch",
+             "curvediag.display", "curvediag.render", "curvediag.integrations",
+             "curvediag.progress")),
     # command-line entry points
-    ("cli", ("curvediag.cli", "curvediag.cli_options", "curvediag.batch.cli",
-             "curvediag.report.cli", "curvediag.watch")),
+    ("cli", ("curvediag.cli",)),
     ("top", ("curvediag",)),
 ]  # fmt: skip
 

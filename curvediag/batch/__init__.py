@@ -3,7 +3,7 @@
 Modules: :mod:`~curvediag.batch.discover` (walk trees into run units, cheaply),
 :mod:`~curvediag.batch.runner` (diagnose units in a process pool or on a Dask cluster, results
 streamed in discovery order), :mod:`~curvediag.batch.table` (the row schema and the CSV, Parquet,
-JSON Lines and markdown writers), :mod:`~curvediag.batch.cli` (``curvediag batch``).
+JSON Lines and markdown writers), :mod:`~curvediag.cli.batch` (``curvediag batch``).
 
 Nothing heavy is imported here: ``curvediag batch --help`` must start fast.
 """

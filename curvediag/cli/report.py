@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import shlex
 
-from curvediag.cli_options import RUN_FORMATS, add_rule_options, parse_map
+from curvediag.cli.options import RUN_FORMATS, add_rule_options, parse_map
 
 __all__ = ["DESCRIPTION", "add_arguments", "run"]
 

@@ -9,7 +9,21 @@ from collections.abc import Iterable
 
 from curvediag.errors import CurvediagError
 
-__all__ = ["add_rule_options", "err", "map_target_problem", "parse_map", "warn"]
+#: Exit codes shared by the subcommands.
+EXIT_OK, EXIT_FINDINGS, EXIT_ERROR, EXIT_INCONCLUSIVE = 0, 1, 2, 3
+
+__all__ = [
+    "EXIT_ERROR",
+    "EXIT_FINDINGS",
+    "EXIT_INCONCLUSIVE",
+    "EXIT_OK",
+    "RUN_FORMATS",
+    "add_rule_options",
+    "err",
+    "map_target_problem",
+    "parse_map",
+    "warn",
+]
 
 
 def add_rule_options(

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from curvediag.cli_options import add_rule_options, err, parse_map
+from curvediag.cli.options import add_rule_options, err, parse_map
 
 __all__ = ["DESCRIPTION", "add_arguments", "run"]
 
