@@ -178,3 +178,21 @@ def test_report_shows_its_stages_on_a_terminal_only(
     monkeypatch.setattr(sys, "stderr", io.StringIO())
     assert main(["report", str(fixture), "-o", str(tmp_path / "b"), "--no-plots"]) == 0
     assert sys.stderr.getvalue() == ""  # type: ignore[attr-defined]
+
+
+def test_shell_completion_uses_argcomplete_only_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    import types
+
+    seen: list[object] = []
+    fake = types.ModuleType("argcomplete")
+    fake.autocomplete = seen.append  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "argcomplete", fake)
+    monkeypatch.delenv("_ARGCOMPLETE", raising=False)
+    assert main(["features"]) == 0
+    assert seen == []  # an ordinary run never touches it
+    monkeypatch.setenv("_ARGCOMPLETE", "1")
+    assert main(["features"]) == 0
+    assert len(seen) == 1 and "diagnose" in seen[0].format_help()  # type: ignore[attr-defined]
+    # not installed: completion is silently unavailable, the command still runs
+    monkeypatch.setitem(sys.modules, "argcomplete", None)
+    assert main(["features"]) == 0

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -60,9 +61,22 @@ def _build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _complete(parser: argparse.ArgumentParser) -> None:
+    """Answer the shell's completion request with argcomplete, when it is installed
+    (``pip install 'curvediag[completion]'``; activation in the README). argcomplete exits
+    the process after printing the completions."""
+    try:
+        import argcomplete  # type: ignore[import-not-found, unused-ignore]
+    except ImportError:
+        return
+    argcomplete.autocomplete(parser)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``curvediag`` console script."""
     parser = _build_parser()
+    if "_ARGCOMPLETE" in os.environ:  # the shell asks for completions (curvediag[completion])
+        _complete(parser)
     args = parser.parse_args(argv)
     if args.version:
         from curvediag._version import __version__
