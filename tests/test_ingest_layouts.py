@@ -162,3 +162,14 @@ def test_wandb_run_folder_files(tmp_path: Path) -> None:
     assert meta.hyperparameters["my_setting"] == 7  # W&B's value-nesting removed
     assert meta.hyperparameters["wandb_metadata"]["gpu_count"] == 8
     assert "host" not in meta.hyperparameters["wandb_metadata"]
+
+
+def test_every_reader_follows_the_protocol() -> None:
+    from curvediag.ingest import FORMATS
+    from curvediag.ingest.base import Reader, readers
+
+    regs = readers()
+    assert tuple(regs) == FORMATS  # detection order is the registry's order
+    for name, reader in regs.items():
+        assert isinstance(reader, Reader), name
+        assert reader.FORMAT == name

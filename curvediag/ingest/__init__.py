@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -21,25 +20,16 @@ from curvediag.errors import (
     OutOfMemoryError,
     UnrecognizedFormatError,
 )
+from curvediag.ingest.base import Aliases, Reader, readers
 from curvediag.model import Run
 
 __all__ = ["FORMATS", "detect_format", "load_run", "load_runs", "merge_runs"]
 
-Aliases = dict[str, str] | None
 
-
-def _modules() -> dict[str, Any]:
-    """Format name -> reader (a module or object with ``sniff`` and ``read``/``read_all``),
-    in the order detection tries them."""
-    from curvediag.ingest import hf_trainer, tables, tensorboard, wandb_run
-
-    readers: dict[str, Any] = {
-        hf_trainer.FORMAT: hf_trainer,
-        tensorboard.FORMAT: tensorboard,
-        wandb_run.FORMAT: wandb_run,
-    }
-    readers.update(tables.FORMATS)
-    return readers
+def _modules() -> dict[str, Reader]:
+    """Format name -> reader (see :mod:`curvediag.ingest.base`), in the order detection tries
+    them."""
+    return readers()
 
 
 #: Format names, in the order they are tried.
@@ -61,9 +51,7 @@ _FOLDER_FORMATS = ("hf-trainer", "tensorboard", "wandb-run")
 
 def _reader(fmt: str) -> Callable[[Path, Aliases], list[Run]]:
     mod = _modules()[fmt]
-    if hasattr(mod, "read_all"):
-        return lambda p, a: list(mod.read_all(p, aliases=a))
-    return lambda p, a: [mod.read(p, aliases=a)]
+    return lambda p, a: list(mod.read_all(p, aliases=a))
 
 
 def detect_format(path: Path) -> str:

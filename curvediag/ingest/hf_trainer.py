@@ -27,7 +27,7 @@ from curvediag.normalize import (
     choose_primary_eval,
 )
 
-__all__ = ["FORMAT", "find_state_file", "read", "sniff"]
+__all__ = ["FORMAT", "find_state_file", "read", "read_all", "sniff"]
 
 FORMAT = "hf-trainer"
 STATE_NAME = "trainer_state.json"
@@ -98,6 +98,12 @@ def _number(v: Any) -> float | None:
     if f is None or not math.isfinite(f) or abs(f) > MAX_ABS_VALUE:
         return None
     return f
+
+
+def read_all(path: str | Path, *, aliases: dict[str, str] | None = None) -> list[Run]:
+    """The reader protocol's entry (:mod:`curvediag.ingest.base`): a Trainer state holds one
+    run."""
+    return [read(path, aliases=aliases)]
 
 
 def read(path: str | Path, *, aliases: dict[str, str] | None = None) -> Run:
