@@ -146,14 +146,6 @@ def first_json_line(path: Path) -> dict[str, Any] | None:
 # --------------------------------------------------------------------------------------------
 # Values
 # --------------------------------------------------------------------------------------------
-def number(v: Any) -> float | None:
-    """A JSON value as a float, or None when it is not a number (booleans are not numbers).
-
-    An integer too large for a float becomes the largest float (dropped as out of range when
-    the series is built; see :func:`curvediag.normalize.as_float`)."""
-    return as_float(v)
-
-
 def is_media(v: Any) -> bool:
     return isinstance(v, dict) and isinstance(v.get("_type"), str)
 
@@ -293,7 +285,7 @@ def rows_table(rows: Iterable[Mapping[str, Any]]) -> Table:
         n = i + 1
         for key, v in row.items():
             seen.setdefault(key, None)
-            num = number(v)
+            num = as_float(v)
             if num is None:
                 continue
             entry = cols.get(key)

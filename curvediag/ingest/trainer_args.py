@@ -12,9 +12,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from curvediag.ingest._tabular import number
 from curvediag.model import RunMeta
-from curvediag.normalize import MAX_ABS_VALUE, MAX_STEP
+from curvediag.normalize import MAX_ABS_VALUE, MAX_STEP, as_float
 
 __all__ = ["apply_trainer_config", "parse_args_text", "unwrap_wandb_config"]
 
@@ -42,7 +41,7 @@ def unwrap_wandb_config(config: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _as_int(v: Any, minimum: int) -> int | None:
-    num = number(v)
+    num = as_float(v)
     if num is None or not math.isfinite(num) or num != math.floor(num) or num < minimum:
         return None
     if num > MAX_STEP:
@@ -51,7 +50,7 @@ def _as_int(v: Any, minimum: int) -> int | None:
 
 
 def _as_float(v: Any, minimum: float, strict: bool = False) -> float | None:
-    num = number(v)
+    num = as_float(v)
     if num is None or not math.isfinite(num) or num < minimum or (strict and num <= minimum):
         return None
     if abs(num) > MAX_ABS_VALUE:

@@ -86,10 +86,6 @@ def sniff(path: Path) -> bool:
     return path.is_dir() and bool(run_folders(path))
 
 
-def _numeric(v: Any) -> float | None:
-    return as_float(v)
-
-
 def _in_range(v: Any) -> bool:
     f = as_float(v)
     return f is not None and (not math.isfinite(f) or abs(f) <= MAX_ABS_VALUE)
@@ -99,7 +95,7 @@ def _loop_step_key(rows: list[dict[str, Any]]) -> str:
     """A loop's own step counter (``iter``...) when every row logs it as a non-decreasing
     whole number; else W&B's ``_step`` (one per ``wandb.log`` call)."""
     for key in _LOOP_STEP_KEYS:
-        vals = [_numeric(r.get(key)) for r in rows]
+        vals = [as_float(r.get(key)) for r in rows]
         if not vals or any(v is None or not math.isfinite(v) or v != int(v) for v in vals):
             continue
         nums = [float(v) for v in vals if v is not None]
@@ -137,17 +133,17 @@ def history_to_run(
                 seen[key] += 1
     end_keys = {k for k, n in seen.items() if n <= 1}
     for i, row in enumerate(rows):
-        step_v = _numeric(row.get(step_key))
+        step_v = as_float(row.get(step_key))
         if step_v is None:
-            step_v = _numeric(row.get("_step"))
+            step_v = as_float(row.get("_step"))
         if step_v is None or not math.isfinite(step_v):
             step_v = float(i)
-        wall = _numeric(row.get("_timestamp"))
+        wall = as_float(row.get("_timestamp"))
         wall_f = math.nan if wall is None else wall
         for key, value in row.items():
             if key.startswith("_") or key in _STEP_KEYS or key == step_key:
                 continue
-            num = _numeric(value)
+            num = as_float(value)
             if num is None:
                 continue
             if key in end_keys:

@@ -53,7 +53,6 @@ from curvediag.ingest._tabular import (
     is_media,
     is_unnamed,
     json_lines,
-    number,
     parse_csv,
     read_bytes,
     read_text,
@@ -65,7 +64,7 @@ from curvediag.ingest._tabular import finish_run as _finish
 from curvediag.ingest.aliases import canonical_name
 from curvediag.ingest.trainer_args import apply_trainer_config, unwrap_wandb_config
 from curvediag.model import Run, RunMeta, Series
-from curvediag.normalize import MAX_ABS_VALUE, MAX_STEP, OutOfRange
+from curvediag.normalize import MAX_ABS_VALUE, MAX_STEP, OutOfRange, as_float
 
 __all__ = [
     "CHART_EXPORT",
@@ -539,7 +538,7 @@ def read_summary(path: Path, *, aliases: dict[str, str] | None = None) -> list[R
         path = found
     values = _summary_values(path)
     step_raw = next(
-        (number(values[k]) for k in HISTORY_STEPS if number(values.get(k)) is not None), None
+        (as_float(values[k]) for k in HISTORY_STEPS if as_float(values.get(k)) is not None), None
     )
     if step_raw is not None and not (math.isfinite(step_raw) and abs(step_raw) <= MAX_STEP):
         step_raw = None  # Infinity, 1e300, hundreds of digits: no usable step
@@ -548,7 +547,7 @@ def read_summary(path: Path, *, aliases: dict[str, str] | None = None) -> list[R
     numeric = {
         k: float(n)
         for k, v in values.items()
-        if (n := number(v)) is not None
+        if (n := as_float(v)) is not None
         and not (math.isfinite(n) and abs(n) > MAX_ABS_VALUE)
         and not k.startswith("_")
         and k not in HISTORY_STEPS
@@ -563,7 +562,7 @@ def read_summary(path: Path, *, aliases: dict[str, str] | None = None) -> list[R
     meta = RunMeta(summary=values)
     if step_raw is not None:
         meta.global_step = step
-    epoch = number(values.get("train/epoch", values.get("epoch")))
+    epoch = as_float(values.get("train/epoch", values.get("epoch")))
     if epoch is not None and math.isfinite(epoch):
         meta.epoch = epoch
     warnings = [
