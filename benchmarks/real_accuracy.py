@@ -55,6 +55,7 @@ RULE_CATEGORY: dict[str, str | None] = {
     "still-improving-at-end": "still-improving",
     "run-ended-early": "ended-early",
     "run-crashed": "ended-early",
+    "stopped-by-early-stopping": "ended-early",
     "loss-collapsed-to-zero": "collapse",
     "loss-drops-at-epoch-boundaries": "epoch-staircase",
     "loss-nonfinite-at-start": "nonfinite",

@@ -154,6 +154,10 @@ class RunMeta(BaseModel):
     finished: bool | None = None
     #: the training process's exit code when the log records it (a W&B run's exit record)
     exit_code: int | None = None
+    #: the Trainer's EarlyStoppingCallback stopped training (its patience ran out), with the
+    #: patience it had; from ``stateful_callbacks`` in trainer_state.json
+    early_stopped: bool | None = None
+    early_stopping_patience: int | None = None
     resumed: bool = False
     resumed_at_steps: list[int] = Field(default_factory=list)
     checkpoint_used: str | None = None

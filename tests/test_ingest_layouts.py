@@ -172,4 +172,4 @@ def test_every_reader_follows_the_protocol() -> None:
     assert tuple(regs) == FORMATS  # detection order is the registry's order
     for name, reader in regs.items():
         assert isinstance(reader, Reader), name
-        assert reader.FORMAT == name
+        assert name == reader.FORMAT

@@ -211,6 +211,7 @@ def read(path: str | Path, *, aliases: dict[str, str] | None = None) -> Run:
     trial = state.get("trial_params")
     if isinstance(trial, dict):
         meta.hyperparameters.update(trial)
+    _early_stopping(meta, state.get("stateful_callbacks"))
     if meta.global_step is not None and meta.max_steps and meta.global_step < meta.max_steps:
         meta.finished = False
     if not history:
@@ -234,6 +235,26 @@ def read(path: str | Path, *, aliases: dict[str, str] | None = None) -> Run:
     )
     choose_primary_eval(run)
     return run
+
+
+def _early_stopping(meta: RunMeta, callbacks: Any) -> None:
+    """Whether EarlyStoppingCallback ended the run: its patience counter reached its patience
+    and the Trainer was told to stop (``stateful_callbacks``, transformers 4.39+)."""
+    if not isinstance(callbacks, dict):
+        return
+    es = callbacks.get("EarlyStoppingCallback")
+    if isinstance(es, list):  # several instances are saved as a list
+        es = es[0] if es else None
+    if not isinstance(es, dict):
+        return
+    patience = _number((es.get("args") or {}).get("early_stopping_patience"))
+    counter = _number((es.get("attributes") or {}).get("early_stopping_patience_counter"))
+    control = callbacks.get("TrainerControl")
+    stop = isinstance(control, dict) and (control.get("args") or {}).get("should_training_stop")
+    if patience is None or counter is None:
+        return
+    meta.early_stopping_patience = int(patience)
+    meta.early_stopped = bool(counter >= patience and stop is True)
 
 
 def _run_name(state_path: Path) -> str:
