@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -279,3 +279,33 @@ def infer_loss_series(run: Run) -> None:
             continue
         run.metrics[target] = run.metrics[chosen].model_copy(update={"name": target})
         run.warnings.append(f"{target} is taken from {chosen!r}")
+
+
+def finish_run(
+    run: Run,
+    *,
+    restarts: Iterable[int] = (),
+    dropped: OutOfRange | None = None,
+    infer_loss: bool = False,
+) -> Run:
+    """The epilogue every reader shares, once the series are built.
+
+    Says which points were dropped as out of range, records a resume (steps logged again: the
+    latest values are kept), finds a loss logged under a free-form name (``infer_loss``, for
+    formats without canonical names) and picks the primary eval set.
+    """
+    if dropped is not None:
+        dropped.warn(run.warnings)
+    steps = sorted(set(restarts))
+    if steps:
+        run.meta.resumed = True
+        run.meta.resumed_at_steps = steps
+        run.warnings.append(
+            "the run was resumed: steps were logged again from step "
+            + ", ".join(map(str, steps))
+            + "; the latest values are kept"
+        )
+    if infer_loss:
+        infer_loss_series(run)
+    choose_primary_eval(run)
+    return run

@@ -23,9 +23,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from curvediag import normalize
 from curvediag.errors import MalformedRunError
 from curvediag.model import Run, Series
-from curvediag.normalize import MAX_STEP, OutOfRange, as_float, build_series, choose_primary_eval
+from curvediag.normalize import MAX_STEP, OutOfRange, as_float, build_series
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -435,18 +436,7 @@ def finish_run(
             f"skipped {len(lines)} CSV row(s) with more cells than the header "
             f"(line {', '.join(map(str, lines[:5]))}{', ...' if len(lines) > 5 else ''})"
         )
-    if dropped is not None:
-        dropped.warn(run.warnings)
-    if restarts:
-        run.meta.resumed = True
-        run.meta.resumed_at_steps = sorted(restarts)
-        run.warnings.append(
-            "the run was resumed: steps were logged again from step "
-            + ", ".join(str(s) for s in sorted(restarts))
-            + "; the latest values are kept"
-        )
-    choose_primary_eval(run)
-    return run
+    return normalize.finish_run(run, restarts=restarts, dropped=dropped)
 
 
 def describe_columns(table: Table, limit: int = 12) -> str:

@@ -24,7 +24,7 @@ from curvediag.normalize import (
     OutOfRange,
     as_float,
     build_series,
-    choose_primary_eval,
+    finish_run,
 )
 
 __all__ = ["FORMAT", "find_state_file", "read", "read_all", "sniff"]
@@ -187,13 +187,10 @@ def read(path: str | Path, *, aliases: dict[str, str] | None = None) -> Run:
         series, r = build_series(name, steps, values, dropped=dropped)
         metrics[name] = series
         restarts.update(r)
-    dropped.warn(warnings)
 
     meta = RunMeta(
         summary=summary,
         finished=bool(summary) or None,
-        resumed=bool(restarts),
-        resumed_at_steps=sorted(restarts),
         checkpoint_used=checkpoint,
     )
     for key in _META_INT:
@@ -218,13 +215,6 @@ def read(path: str | Path, *, aliases: dict[str, str] | None = None) -> Run:
         warnings.append(f"{state_path}: log_history is empty (nothing was logged yet)")
     if checkpoint:
         warnings.append(f"read {checkpoint}/{STATE_NAME} (the latest checkpoint)")
-    if restarts:
-        warnings.append(
-            "the run was resumed: steps were logged again from step "
-            + ", ".join(str(s) for s in sorted(restarts))
-            + "; the latest values are kept"
-        )
-
     run = Run(
         source=str(state_path),
         format=FORMAT,
@@ -233,8 +223,7 @@ def read(path: str | Path, *, aliases: dict[str, str] | None = None) -> Run:
         metrics=metrics,
         warnings=warnings,
     )
-    choose_primary_eval(run)
-    return run
+    return finish_run(run, restarts=restarts, dropped=dropped)
 
 
 def _early_stopping(meta: RunMeta, callbacks: Any) -> None:

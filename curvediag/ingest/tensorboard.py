@@ -18,7 +18,7 @@ from curvediag.ingest import _tfevents
 from curvediag.ingest.aliases import canonical_name
 from curvediag.ingest.trainer_args import apply_trainer_config, parse_args_text
 from curvediag.model import Run, RunMeta
-from curvediag.normalize import OutOfRange, build_series, choose_primary_eval, infer_loss_series
+from curvediag.normalize import OutOfRange, build_series, finish_run
 
 __all__ = ["FORMAT", "read_all", "sniff"]
 
@@ -108,15 +108,6 @@ def _read_group(
         )
         metrics[name] = s
         restarts.update(r)
-    dropped.warn(warnings)
-    if restarts:
-        meta.resumed = True
-        meta.resumed_at_steps = sorted(restarts)
-        warnings.append(
-            "the run was restarted: steps were logged again from step "
-            + ", ".join(map(str, sorted(restarts)))
-            + "; the later writes are kept"
-        )
     if len(members) > 1:
         warnings.append(f"merged {len(members)} event files")
     if not metrics:
@@ -129,9 +120,7 @@ def _read_group(
         metrics=metrics,
         warnings=warnings,
     )
-    infer_loss_series(run)
-    choose_primary_eval(run)
-    return run
+    return finish_run(run, restarts=restarts, dropped=dropped, infer_loss=True)
 
 
 def read_all(path: Path, *, aliases: dict[str, str] | None = None) -> list[Run]:

@@ -27,8 +27,7 @@ from curvediag.normalize import (
     OutOfRange,
     as_float,
     build_series,
-    choose_primary_eval,
-    infer_loss_series,
+    finish_run,
 )
 
 __all__ = ["FORMAT", "history_to_run", "read_all", "run_folders", "sniff"]
@@ -164,20 +163,15 @@ def history_to_run(
         series, r = build_series(cname, s, v, w, dropped=dropped)
         metrics[cname] = series
         restarts.update(r)
-    warn = list(warnings or [])
-    dropped.warn(warn)
-    if restarts:
-        meta.resumed = True
-        meta.resumed_at_steps = sorted(restarts)
-        warn.append(
-            "the run was resumed: steps were logged again from step "
-            + ", ".join(map(str, sorted(restarts)))
-            + "; the later values are kept"
-        )
-    run = Run(source=source, format=fmt, name=name, meta=meta, metrics=metrics, warnings=warn)
-    infer_loss_series(run)
-    choose_primary_eval(run)
-    return run
+    run = Run(
+        source=source,
+        format=fmt,
+        name=name,
+        meta=meta,
+        metrics=metrics,
+        warnings=list(warnings or []),
+    )
+    return finish_run(run, restarts=restarts, dropped=dropped, infer_loss=True)
 
 
 def _read_folder(folder: Path, aliases: dict[str, str] | None) -> Run:
