@@ -42,6 +42,13 @@ from dataclasses import dataclass, field
 
 from curvediag.batch._fs import Entry, FsspecFS, LocalFS, is_url, local_path_of
 from curvediag.ingest.aliases import STEP_COLUMNS
+from curvediag.ingest.layouts import (
+    CHECKPOINT_DIR,
+    STATE_NAME,
+    WANDB_LEGACY_FILES,
+    WANDB_RUN_DIR,
+    is_event_file,
+)
 
 __all__ = [
     "DEFAULT_MAX_FILE_SIZE",
@@ -127,10 +134,11 @@ _TABLE_SUFFIXES = frozenset({".csv", ".tsv"})
 _JSONL_SUFFIXES = frozenset({".jsonl", ".ndjson"})
 _PARQUET_SUFFIXES = frozenset({".parquet", ".pq"})
 _LOG_SUFFIXES = _TABLE_SUFFIXES | _JSONL_SUFFIXES | _PARQUET_SUFFIXES | {".json", ".wandb"}
-_STATE = "trainer_state.json"
-_CHECKPOINT = re.compile(r"^checkpoint-\d+$")
-_WANDB_RUN_DIR = re.compile(r"^(offline-)?run-\d{8}_\d{6}-.+$")
-_WANDB_FILES = ("wandb-history.jsonl", "wandb-summary.json")
+# what a run folder is: the same description the readers use
+_STATE = STATE_NAME
+_CHECKPOINT = CHECKPOINT_DIR
+_WANDB_RUN_DIR = WANDB_RUN_DIR
+_WANDB_FILES = WANDB_LEGACY_FILES
 _KERAS_DIRS = frozenset(
     {"train", "training", "validation", "valid", "val", "eval", "evaluation", "test"}
 )
@@ -173,7 +181,7 @@ class DiscoveryStats:
 
 
 def _is_event_file(name: str) -> bool:
-    return name == "events.out.tfevents" or name.startswith("events.out.tfevents.")
+    return is_event_file(name)
 
 
 def _suffix(name: str) -> str:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from typing import Any
 from curvediag.errors import MalformedRunError, UnrecognizedFormatError
 from curvediag.ingest._tabular import head_bytes, read_text
 from curvediag.ingest.aliases import canonical_name
+from curvediag.ingest.layouts import CHECKPOINT_DIR, STATE_NAME
 from curvediag.model import Run, RunMeta
 from curvediag.normalize import (
     MAX_ABS_VALUE,
@@ -30,8 +30,7 @@ from curvediag.normalize import (
 __all__ = ["FORMAT", "find_state_file", "read", "read_all", "sniff"]
 
 FORMAT = "hf-trainer"
-STATE_NAME = "trainer_state.json"
-_CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
+_CHECKPOINT = CHECKPOINT_DIR
 #: Keys of the final summary entry the Trainer appends at the end of training.
 _SUMMARY_KEYS = {"train_runtime", "train_samples_per_second", "train_steps_per_second"}
 _META_INT = ("global_step", "max_steps", "train_batch_size", "best_global_step")

@@ -16,6 +16,7 @@ import numpy as np
 from curvediag.errors import MalformedRunError
 from curvediag.ingest import _tfevents
 from curvediag.ingest.aliases import canonical_name
+from curvediag.ingest.layouts import is_event_file
 from curvediag.ingest.trainer_args import apply_trainer_config, parse_args_text
 from curvediag.model import Run, RunMeta
 from curvediag.normalize import OutOfRange, build_series, finish_run
@@ -36,7 +37,7 @@ _SUMMARY_TAGS = {
 
 
 def _is_event_file(p: Path) -> bool:
-    return p.name == "events.out.tfevents" or p.name.startswith("events.out.tfevents.")
+    return is_event_file(p.name)
 
 
 def sniff(path: Path) -> bool:

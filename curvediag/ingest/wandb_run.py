@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections import defaultdict
 from itertools import pairwise
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Any
 from curvediag.errors import MalformedRunError
 from curvediag.ingest._wandb_log import read_wandb_log
 from curvediag.ingest.aliases import canonical_name
+from curvediag.ingest.layouts import WANDB_RUN_DIR
 from curvediag.ingest.trainer_args import apply_trainer_config
 from curvediag.model import Run, RunMeta
 from curvediag.normalize import (
@@ -33,7 +33,7 @@ from curvediag.normalize import (
 __all__ = ["FORMAT", "history_to_run", "read_all", "run_folders", "sniff"]
 
 FORMAT = "wandb-run"
-_RUN_DIR = re.compile(r"^(offline-)?run-\d{8}_\d{6}-.+$")
+_RUN_DIR = WANDB_RUN_DIR
 _MAGIC = b":W&B"
 _STEP_KEYS = ("train/global_step", "global_step", "trainer/global_step")
 #: step counters that plain training loops log beside their metrics (nanoGPT logs ``iter``)
