@@ -39,8 +39,8 @@ EVENT_KINDS = (
     "end",
 )
 
-#: Clipping counts as saturated when at least this share of the logs from the onset on is
-#: above the threshold.
+#: Where the timeline places the onset of clipping a finding reported: the first log from
+#: which at least this share of the logs is above the threshold.
 CLIP_SATURATION = 0.8
 #: A change-point level jump is a timeline event from this fractional rise on.
 MIN_JUMP = 0.1
@@ -336,8 +336,10 @@ def clipping_onset(ctx: ReportContext) -> tuple[int, float] | None:
 
 def _clipping(ctx: ReportContext) -> list[tuple[int, str, str, str, str | None]]:
     thr, how = ctx.clip_threshold()
-    onset = clipping_onset(ctx)
     rule = _marked_by(ctx, "clipping")
+    # only a finding says clipping hurts: grad norms above a threshold of 1.0 on every step
+    # are ordinary in LLM fine-tuning, and the timeline must not contradict the diagnosis
+    onset = clipping_onset(ctx) if rule is not None else None
     if onset is None:
         return []
     step, share = onset
