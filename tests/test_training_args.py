@@ -156,3 +156,17 @@ def test_runs_from_other_training_loops_get_no_trainer_arguments() -> None:
     assert killed.features["cfg.trainer_run"] is True
     ended = next(f for f in killed.findings if f.rule_id == "run-ended-early")
     assert any("resume_from_checkpoint=True" in x for x in ended.fixes)
+
+
+def test_a_setting_in_the_runs_own_config_is_kept_for_other_loops() -> None:
+    import curvediag
+    from curvediag.report.next_run import next_run_changes
+
+    # a plain PyTorch loop logged to W&B whose config has its own learning_rate
+    d = curvediag.diagnose(ROOT / "benchmarks/real_runs/wbb_vqvae_quantloss")
+    assert d.features["cfg.trainer_run"] is False
+    assert "learning_rate" in d.run.meta.hyperparameters
+    assert any(c.setting == "learning_rate" for c in next_run_changes(d))
+    # nanoGPT's config has no save_steps: Trainer-only settings stay out of its plan
+    nano = curvediag.diagnose(ROOT / "benchmarks/real_runs/wbb_nanogpt_druid")
+    assert all(c.setting in (None, *nano.run.meta.hyperparameters) for c in next_run_changes(nano))

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from curvediag.escape import md_code
 from curvediag.features.checks import nice
 from curvediag.report._fmt import num, pct, setting_value
+from curvediag.ruleset.engine import names_trainer_api
 
 if TYPE_CHECKING:
     from curvediag.model import Diagnosis, Finding
@@ -492,6 +493,7 @@ def next_run_changes(diagnosis: Diagnosis | ReportContext) -> list[Change]:
         key=lambda f: (-f.severity.rank, -f.confidence),
     )
     per_finding: list[list[Change]] = []
+    other_loop = ctx.feature("cfg.trainer_run") is False
     for f in findings:
         handler = handler_for(f)
         if handler is not None:
@@ -500,6 +502,9 @@ def next_run_changes(diagnosis: Diagnosis | ReportContext) -> list[Change]:
             changes = [_action(f"fix:{f.rule_id}", f.fixes[0], f.title, f.rule_id)]
         else:
             changes = []
+        if other_loop:  # a run another training loop wrote: no TrainingArguments advice
+            own = ctx.run.meta.hyperparameters
+            changes = [c for c in changes if not names_trainer_api(f"{c.key}: {c.change}", own)]
         per_finding.append(changes)
     ordered = [c[0] for c in per_finding if c] + [x for c in per_finding for x in c[1:]]
     out: list[Change] = []

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,12 +38,13 @@ def _trainer_arguments() -> frozenset[str]:
     return frozenset(str(n) for names in data.values() for n in names)
 
 
-def names_trainer_api(fix: str) -> bool:
+def names_trainer_api(fix: str, own: Iterable[str] = ()) -> bool:
     """Whether a fix names a Hugging Face TrainingArguments field or Trainer API (useless, and
-    misleading, for a run some other training loop wrote)."""
+    misleading, for a run some other training loop wrote). Names in ``own`` (the run's own
+    config keys: nanoGPT has a ``learning_rate`` too) are the run's settings, not Trainer's."""
     if _TRAINER_API.search(fix):
         return True
-    fields = _trainer_arguments()
+    fields = _trainer_arguments() - set(own)
     return any(m.group(1) in fields for m in _SETTING.finditer(fix))
 
 
@@ -152,7 +153,9 @@ def _evaluate_one(
         why=" ".join(rule.why.split()),
         # a fix whose every part needed a value this run lacks (or a target that would be a
         # no-op / contradict the config) renders empty and is left out
-        fixes=_fixes(rule, values, trainer=features.get("cfg.trainer_run")),
+        fixes=_fixes(
+            rule, values, trainer=features.get("cfg.trainer_run"), own=run.meta.hyperparameters
+        ),
         step_range=(step_of(start), step_of(end)),
         onset_step=step_of(rule.onset),
         values={k: v for k, v in sorted(values.items()) if not isinstance(v, Unavailable)},
@@ -208,7 +211,9 @@ def _suppress(evals: list[Evaluation]) -> None:
                 echo.reason = f"folded into {e.rule.id}"
 
 
-def _fixes(rule: Rule, values: Mapping[str, Any], *, trainer: object) -> list[str]:
+def _fixes(
+    rule: Rule, values: Mapping[str, Any], *, trainer: object, own: Iterable[str] = ()
+) -> list[str]:
     """The rule's fixes for this run.
 
     A fix whose every part needed a value this run lacks (or a target that would be a no-op /
@@ -217,7 +222,7 @@ def _fixes(rule: Rule, values: Mapping[str, Any], *, trainer: object) -> list[st
     """
     texts = [t for t in (render_template(f, values) for f in rule.fixes) if t.strip()]
     if trainer is False:
-        texts = [t for t in texts if not names_trainer_api(t)]
+        texts = [t for t in texts if not names_trainer_api(t, own)]
         return texts or ["See the evidence above."]
     return texts or [render_template(rule.fixes[-1], values) or "See the evidence above."]
 
