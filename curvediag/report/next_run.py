@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from curvediag.escape import md_code
 from curvediag.features.checks import nice
 from curvediag.report._fmt import num, pct, setting_value
-from curvediag.ruleset.engine import names_trainer_api
+from curvediag.ruleset.engine import names_trainer_api, trainer_arguments
 
 if TYPE_CHECKING:
     from curvediag.model import Diagnosis, Finding
@@ -473,6 +473,13 @@ def handler_for(f: Finding) -> Handler | None:
     return KINDS.get(str(kind)) if kind else None
 
 
+def _trainer_only(c: Change, own: dict[str, Any]) -> bool:
+    """A change that names a Trainer argument the run's own config does not have."""
+    if c.setting is not None:
+        return c.setting in trainer_arguments() and c.setting not in own
+    return names_trainer_api(c.change, own)
+
+
 def _no_op(c: Change) -> bool:
     """A setting change to the value the run already has (``save_steps: 500 -> 500``)."""
     if not c.is_setting or c.current is None:
@@ -503,8 +510,9 @@ def next_run_changes(diagnosis: Diagnosis | ReportContext) -> list[Change]:
         else:
             changes = []
         if other_loop:  # a run another training loop wrote: no TrainingArguments advice
-            own = ctx.run.meta.hyperparameters
-            changes = [c for c in changes if not names_trainer_api(f"{c.key}: {c.change}", own)]
+            changes = [c for c in changes if not _trainer_only(c, ctx.run.meta.hyperparameters)]
+            if not changes and f.fixes:
+                changes = [_action(f"fix:{f.rule_id}", f.fixes[0], f.title, f.rule_id)]
         per_finding.append(changes)
     ordered = [c[0] for c in per_finding if c] + [x for c in per_finding for x in c[1:]]
     out: list[Change] = []

@@ -16,7 +16,14 @@ from curvediag.ruleset.conditions import evaluate
 from curvediag.ruleset.loader import SAFE_FORMAT_SPEC, RuleSet
 from curvediag.ruleset.schema import Rule
 
-__all__ = ["Evaluation", "evaluate_rules", "render_template", "run_rules"]
+__all__ = [
+    "Evaluation",
+    "evaluate_rules",
+    "names_trainer_api",
+    "render_template",
+    "run_rules",
+    "trainer_arguments",
+]
 
 _FIELD = re.compile(r"\{([A-Za-z_][A-Za-z0-9_./-]*)(?::([^{}]*))?\}")
 _OPTIONAL = re.compile(r"\[\[(.*?)\]\]", re.S)
@@ -27,7 +34,7 @@ _TRAINER_API = re.compile(r"\b(?:trainer\.train|TrainingArguments|[A-Z]\w*Callba
 
 
 @functools.cache
-def _trainer_arguments() -> frozenset[str]:
+def trainer_arguments() -> frozenset[str]:
     """Every TrainingArguments field of the transformers versions curvediag knows."""
     from importlib import resources
 
@@ -44,7 +51,7 @@ def names_trainer_api(fix: str, own: Iterable[str] = ()) -> bool:
     config keys: nanoGPT has a ``learning_rate`` too) are the run's settings, not Trainer's."""
     if _TRAINER_API.search(fix):
         return True
-    fields = _trainer_arguments() - set(own)
+    fields = trainer_arguments() - set(own)
     return any(m.group(1) in fields for m in _SETTING.finditer(fix))
 
 
