@@ -296,3 +296,23 @@ def test_an_eval_curve_alone_is_inconclusive_not_healthy() -> None:
     assert d.verdict == "inconclusive"
     assert d.inconclusive_reason is not None
     assert "no train loss was logged, only 100 eval loss points" in d.inconclusive_reason
+
+
+def test_a_slow_creep_under_eval_noise_is_still_improving_but_a_levelling_curve_is_not() -> None:
+    from curvediag.testing.synth import make_run
+
+    rng = np.random.default_rng(1)
+    n = 100
+    creep = 10.1 - 0.8 * np.linspace(0, 1, n) + rng.normal(0, 0.05, n)  # -2% a quarter, steady
+    train = {"gen": "decay", "n": 400, "start": 20.0, "end": 1.5}
+    d = curvediag.diagnose(
+        make_run({"train/loss": train, "eval/loss": {"values": list(creep), "every": 40}})
+    )
+    assert d.features["eval.projected_gain"] > 0.01
+    # a cosine-like finish: the gaps shrink to nothing, whatever the trend of the quarter
+    level = 2.36 + 0.4 * np.exp(-np.linspace(0, 6, 16))
+    d = curvediag.diagnose(
+        make_run({"train/loss": train, "eval/loss": {"values": list(level), "every": 250}})
+    )
+    assert d.features["eval.projected_gain"] < 0.01
+    assert "still-improving-at-end" not in d.finding_ids

@@ -94,6 +94,32 @@ def _smoothed_train_at(ctx: FeatureContext, at_steps: np.ndarray) -> np.ndarray:
     return out
 
 
+def _late_trend(v: np.ndarray) -> float | None:
+    """How much the eval loss would fall over another quarter at the pace of its last quarter
+    (a least-squares line over its last quarter, at least 6 evaluations), when that slope is
+    negative by at least two standard errors; 0 when it is not; None with too few evaluations."""
+    k = max(6, v.size // 4)
+    if v.size < 16:
+        return None
+    y = v[-k:].astype(np.float64)
+    x = np.arange(k, dtype=np.float64)
+    x -= x.mean()
+    slope = float((x * (y - y.mean())).sum() / (x * x).sum())
+    resid = y - y.mean() - slope * x
+    se = float(np.sqrt((resid**2).sum() / (k - 2) / (x * x).sum()))
+    if slope >= 0 or (se > 0 and -slope / se < 2.0):
+        return 0.0
+    # a curve that is levelling off (a decaying schedule) is not still improving: the last
+    # third of the window must still fall at half the window's pace
+    tail = y[-max(3, k // 3) :]
+    xt = np.arange(tail.size, dtype=np.float64)
+    xt -= xt.mean()
+    tail_slope = float((xt * (tail - tail.mean())).sum() / (xt * xt).sum())
+    if tail_slope > 0.5 * slope:
+        return 0.0
+    return -slope * k
+
+
 def _eval_trend(v: np.ndarray) -> dict[str, Value]:
     """Is the eval loss still falling at the end, and how much more would it give?
 
@@ -115,6 +141,11 @@ def _eval_trend(v: np.ndarray) -> dict[str, Value]:
         noise = mad_sigma(np.diff(v, 2)) / np.sqrt(6.0)
         if last < 1.41 * noise:  # the mean of two gaps has 0.71x the scatter of one value
             last = 0.0
+        # many evaluations: the trend of the last quarter, when it is clear of the noise, says
+        # more than the last two gaps (a slow creep under per-eval scatter)
+        trend = _late_trend(v)
+        if trend is not None and trend > 0 and v[-1] != 0:
+            return {"eval.late_drop": late_drop, "eval.projected_gain": trend / abs(v[-1])}
     if last <= 0 or v[-1] == 0:
         return {"eval.late_drop": late_drop, "eval.projected_gain": 0.0}
     # r is capped at 0.8: beyond about four more gaps at the current pace is speculation
@@ -149,9 +180,11 @@ def _eval_trend(v: np.ndarray) -> dict[str, Value]:
         "the last evaluation",
         "eval.late_drop": "fractional fall of the eval loss over its last evaluations (the last "
         "two gaps; negative when it rose)",
-        "eval.projected_gain": "how much further the eval loss would fall if its recent "
-        "improvements kept shrinking at their current rate (geometric extrapolation of the last "
-        "gaps), as a fraction of the last eval loss; 0 when it stopped falling",
+        "eval.projected_gain": "how much further the eval loss would fall, as a fraction of the "
+        "last eval loss: from 16 evaluations on, over another quarter at the pace of its last "
+        "quarter when that trend is clear of the noise and not levelling off; else if its "
+        "recent improvements kept shrinking at their current rate (geometric extrapolation of "
+        "the last gaps); 0 when it stopped falling",
     },
 )
 def _eval(ctx: FeatureContext) -> dict[str, Value]:
