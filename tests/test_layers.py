@@ -40,10 +40,16 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
 ]  # fmt: skip
 
 
-def _modules() -> dict[str, Path]:
+#: (importer prefix, imported prefix, why): pairs the layer order allows but the design does not.
+FORBIDDEN: list[tuple[str, str, str]] = [
+    ("curvediag.features", "curvediag.ingest", "features read series; they never know file formats"),
+]  # fmt: skip
+
+
+def _modules(package: Path = PACKAGE) -> dict[str, Path]:
     mods = {}
-    for p in PACKAGE.rglob("*.py"):
-        parts = list(p.relative_to(PACKAGE.parent).with_suffix("").parts)
+    for p in package.rglob("*.py"):
+        parts = list(p.relative_to(package.parent).with_suffix("").parts)
         if parts[-1] == "__init__":
             parts = parts[:-1]
         mods[".".join(parts)] = p
@@ -164,18 +170,45 @@ def test_no_import_reaches_up_a_layer() -> None:
     assert bad == []
 
 
-def test_the_checker_sees_lazy_and_string_imports() -> None:
-    src = (
-        "def f():\n    from curvediag.report.markdown import x\n"
-        "def g():\n    import importlib\n    importlib.import_module('curvediag.cli')\n"
-    )
-    tree = ast.parse(src)
-    found = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module} | {
-        n.args[0].value
-        for n in ast.walk(tree)
-        if isinstance(n, ast.Call) and getattr(n.func, "attr", "") == "import_module"
+def test_no_forbidden_import() -> None:
+    bad = [
+        f"{m} imports {t}: {why}"
+        for m, targets in sorted(EDGES.items())
+        for t in sorted(targets)
+        for src, dst, why in FORBIDDEN
+        if _under(m, src) and _under(t, dst)
+    ]
+    assert bad == []
+
+
+def _under(module: str, prefix: str) -> bool:
+    return module == prefix or module.startswith(prefix + ".")
+
+
+def test_the_checker_sees_lazy_relative_and_string_imports(tmp_path: Path) -> None:
+    sources = {
+        "curvediag/__init__.py": "",
+        "curvediag/model.py": "def f():\n    from curvediag.report.markdown import x\n",
+        "curvediag/ingest/__init__.py": "from . import csv\nfrom .csv import read\n",
+        "curvediag/ingest/csv.py": "def read(): ...\n",
+        "curvediag/features.py": (
+            "import importlib\n"
+            "def g():\n    return importlib.import_module('curvediag.cli')\n"
+        ),
+        "curvediag/report/__init__.py": "",
+        "curvediag/report/markdown.py": "from .. import model\nfrom ..ingest import read\n",
+        "curvediag/cli.py": "",
     }
-    assert found == {"curvediag.report.markdown", "curvediag.cli"}
+    for name, text in sources.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    edges = _imports(_modules(tmp_path / "curvediag"))
+    assert edges["curvediag.model"] == {"curvediag.report.markdown"}  # lazy, inside a function
+    assert edges["curvediag.features"] == {"curvediag.cli"}  # importlib with a string
+    # `from . import csv` is an edge to the submodule, not to the package's __init__
+    assert edges["curvediag.ingest"] == {"curvediag.ingest.csv"}
+    # `from .. import model` names a submodule; `from ..ingest import read` a name of ingest
+    assert edges["curvediag.report.markdown"] == {"curvediag.model", "curvediag.ingest"}
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == [["a", "b", "c"]]
     with pytest.raises(AssertionError):
         _layer("elsewhere.module")

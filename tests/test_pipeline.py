@@ -48,6 +48,31 @@ def test_diagnose_then_report_computes_each_feature_group_once(
     assert sum(computed.values()) == before  # a second report computes nothing at all
 
 
+def test_a_report_of_a_diagnosis_computes_nothing_again_and_builds_each_part_once(
+    computed: Counter[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    pytest.importorskip("matplotlib")
+    from curvediag.report import plots, timeline
+
+    d = curvediag.diagnose(FIXTURE)
+    assert computed == Counter(dict.fromkeys(registry.GROUPS, 1))  # every group, once
+    computed.clear()
+    built: Counter[str] = Counter()
+    parts = [(timeline, "_build"), (plots, "plot_figures")]
+    parts += [(plots, name) for name in ("_loss", "_lr", "_grad", "_throughput", "_memory")]
+    for module, name in parts:
+
+        def counting(*args: Any, _key: str = name, _fn: Any = getattr(module, name)) -> Any:
+            built[_key] += 1
+            return _fn(*args)
+
+        monkeypatch.setattr(module, name, counting)
+    render_report(d, tmp_path / "report", plots=True)
+    assert sum(computed.values()) == 0, computed  # the report reads the diagnosis' features
+    assert built["_build"] == 1 and built["plot_figures"] == 1, built  # the timeline, the plots
+    assert built["_loss"] == 1 and max(built.values()) == 1, built  # each panel drawn once
+
+
 def test_a_diagnosis_read_back_from_json_still_reports(tmp_path: Path) -> None:
     # no feature cache travels with JSON: the report computes what it needs itself
     d = curvediag.diagnose(FIXTURE)
