@@ -42,7 +42,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
 
 #: (importer prefix, imported prefix, why): pairs the layer order allows but the design does not.
 FORBIDDEN: list[tuple[str, str, str]] = [
-    ("curvediag.features", "curvediag.ingest", "features read series; they never know file formats"),
+    ("curvediag.features", "curvediag.ingest",
+     "features read series; they never know file formats"),
 ]  # fmt: skip
 
 
@@ -192,8 +193,7 @@ def test_the_checker_sees_lazy_relative_and_string_imports(tmp_path: Path) -> No
         "curvediag/ingest/__init__.py": "from . import csv\nfrom .csv import read\n",
         "curvediag/ingest/csv.py": "def read(): ...\n",
         "curvediag/features.py": (
-            "import importlib\n"
-            "def g():\n    return importlib.import_module('curvediag.cli')\n"
+            "import importlib\ndef g():\n    return importlib.import_module('curvediag.cli')\n"
         ),
         "curvediag/report/__init__.py": "",
         "curvediag/report/markdown.py": "from .. import model\nfrom ..ingest import read\n",

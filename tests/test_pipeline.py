@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -61,16 +62,19 @@ def test_a_report_of_a_diagnosis_computes_nothing_again_and_builds_each_part_onc
     parts = [(timeline, "_build"), (plots, "plot_figures")]
     parts += [(plots, name) for name in ("_loss", "_lr", "_grad", "_throughput", "_memory")]
     for module, name in parts:
-
-        def counting(*args: Any, _key: str = name, _fn: Any = getattr(module, name)) -> Any:
-            built[_key] += 1
-            return _fn(*args)
-
-        monkeypatch.setattr(module, name, counting)
+        monkeypatch.setattr(module, name, _counted(built, name, getattr(module, name)))
     render_report(d, tmp_path / "report", plots=True)
     assert sum(computed.values()) == 0, computed  # the report reads the diagnosis' features
     assert built["_build"] == 1 and built["plot_figures"] == 1, built  # the timeline, the plots
     assert built["_loss"] == 1 and max(built.values()) == 1, built  # each panel drawn once
+
+
+def _counted(calls: Counter[str], key: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        calls[key] += 1
+        return fn(*args, **kwargs)
+
+    return counting
 
 
 def test_a_diagnosis_read_back_from_json_still_reports(tmp_path: Path) -> None:
