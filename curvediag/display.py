@@ -18,6 +18,7 @@ import numpy as np
 from curvediag.render import step_span as _span
 
 if TYPE_CHECKING:
+    import numpy.typing as npt
     import pandas as pd
 
     from curvediag.model import Diagnosis, Finding, Run, Series
@@ -195,6 +196,21 @@ def diagnosis_frame(d: Diagnosis) -> pd.DataFrame:
 # -- inline plot ------------------------------------------------------------------------------
 
 
+def _finite_series(
+    run: Run, names: tuple[str, ...]
+) -> list[tuple[str, npt.NDArray[np.float64], npt.NDArray[np.float64]]]:
+    """(name, steps, values) of the finite points of each of ``names`` with two or more."""
+    series = []
+    for name in names:
+        s = run.get(name)
+        if s is None:
+            continue
+        ok = np.isfinite(s.values)
+        if int(ok.sum()) >= 2:
+            series.append((name, s.steps[ok].astype(float), s.values[ok]))
+    return series
+
+
 def sparkline_svg(
     run: Run,
     names: tuple[str, ...] = ("train/loss", "eval/loss"),
@@ -206,14 +222,7 @@ def sparkline_svg(
     """A small inline SVG of up to two series (no matplotlib), with vertical marks at
     ``marks`` steps. Empty string when none of ``names`` has two finite points."""
     colours = ("#1f77b4", "#d62728")
-    series = []
-    for name in names:
-        s = run.get(name)
-        if s is None:
-            continue
-        ok = np.isfinite(s.values)
-        if int(ok.sum()) >= 2:
-            series.append((name, s.steps[ok].astype(float), s.values[ok]))
+    series = _finite_series(run, names)
     if not series:
         return ""
     x0 = min(float(x[0]) for _, x, _ in series)

@@ -17,11 +17,11 @@ import os
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from curvediag.live import LiveDiagnosis
-    from curvediag.model import Run
+    from curvediag.model import Diagnosis, Run
     from curvediag.ruleset.loader import RuleSet
 
 __all__ = ["WatchResult", "watch"]
@@ -38,7 +38,7 @@ class WatchResult:
         self.live = live
         self.reason = reason
         self.error = error
-        self.diagnosis: Any = None
+        self.diagnosis: Diagnosis | None = None
 
     def exit_code(self, fail_on: str) -> int:
         if self.live is None or self.live.entries == 0:
@@ -198,9 +198,7 @@ def watch(
                         live = LiveDiagnosis(
                             rules=rules, name=runs[0].name, source=str(p), aliases=aliases
                         )
-                    if _feed(live, runs):
-                        for ev in live.check():
-                            out(ev.line())
+                    _take_in(live, runs, out)
             if pending and time.monotonic() - last_change >= idle:
                 break  # a file stayed unreadable for `idle` seconds
             time.sleep(poll)
@@ -208,10 +206,24 @@ def watch(
         reason = "interrupted"
     result = WatchResult(live, reason, last_error)
     if live is not None and live.entries:
-        for ev in live.check(force=True):
-            out(ev.line())
-        finished = bool(live.meta.summary) or None
-        result.diagnosis, late = live.finish(finished=finished)
-        for ev in late:
-            out(ev.line())
+        result.diagnosis = _last_look(live, out)
     return result
+
+
+def _take_in(live: LiveDiagnosis, runs: list[Run], out: Callable[[str], None]) -> None:
+    """Feed the runs just read to the live diagnosis; print the findings that are new."""
+    if _feed(live, runs):
+        for ev in live.check():
+            out(ev.line())
+
+
+def _last_look(live: LiveDiagnosis, out: Callable[[str], None]) -> Diagnosis:
+    """The live rules on every point, then the whole catalog through the pipeline; print what
+    neither reported before and return the final diagnosis."""
+    for ev in live.check(force=True):
+        out(ev.line())
+    finished = bool(live.meta.summary) or None
+    diagnosis, late = live.finish(finished=finished)
+    for ev in late:
+        out(ev.line())
+    return diagnosis

@@ -25,6 +25,7 @@ units in flight with it are retried one at a time in a fresh pool to find out wh
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import json
 import multiprocessing
@@ -438,6 +439,37 @@ def iter_results(
     return _local_pool(units, opts, jobs, start_method)
 
 
+def _tally(stats: BatchStats, res: UnitResult) -> None:
+    """Count one unit's rows into the running statistics (errors, the worst severity)."""
+    stats.units += 1
+    stats.below_min_steps += res.below_min_steps
+    for row in res.rows:
+        stats.rows += 1
+        if row["verdict"] == "error":
+            stats.errors += 1
+        else:
+            stats.worst_rank = max(stats.worst_rank, _severity_rank(row))
+
+
+def _severity_rank(row: Row) -> int:
+    """2 critical, 1 warning, 0 info, -1 no finding: the worst finding of a diagnosed row."""
+    if row["n_critical"]:
+        return 2
+    if row["n_warning"]:
+        return 1
+    return 0 if row["n_info"] else -1
+
+
+def _emit(res: UnitResult, writers: Sequence[TableWriter], reports: ReportDir | None) -> None:
+    """Hand one unit's rows to every writer and write its reports."""
+    for row in res.rows:
+        for w in writers:
+            w.write(row)
+    if reports is not None:
+        for name, text in res.reports:
+            reports.write(name, text)
+
+
 def run_batch(
     paths: Sequence[str | os.PathLike[str]],
     writers: Sequence[TableWriter],
@@ -473,15 +505,13 @@ def run_batch(
         reports=reports_dir is not None,
     )
     own = [w.path for w in writers if w.path] + ([os.fspath(reports_dir)] if reports_dir else [])
-    found = discover(paths, include=include, exclude=exclude, max_file_size=max_file_size, skip=own)
+    find = functools.partial(
+        discover, paths, include=include, exclude=exclude, max_file_size=max_file_size, skip=own
+    )
+    found = find()
     if progress is not None and progress.enabled:
         # a counting pass (names and first bytes only, nothing kept) gives the bar its total
-        progress.total = sum(
-            1
-            for _ in discover(
-                paths, include=include, exclude=exclude, max_file_size=max_file_size, skip=own
-            )
-        )
+        progress.total = sum(1 for _ in find())
     reports = ReportDir(reports_dir) if reports_dir is not None else None
     stats = BatchStats(jobs=n_jobs, engine=engine, roots=[os.fspath(p) for p in paths])
     start = time.perf_counter()
@@ -489,34 +519,13 @@ def run_batch(
         for _unit, res in iter_results(
             found, opts, jobs=n_jobs, engine=engine, scheduler=scheduler, start_method=start_method
         ):
-            stats.units += 1
-            stats.below_min_steps += res.below_min_steps
-            for row in res.rows:
-                stats.rows += 1
-                if row["verdict"] == "error":
-                    stats.errors += 1
-                else:
-                    rank = (
-                        2
-                        if row["n_critical"]
-                        else 1
-                        if row["n_warning"]
-                        else 0
-                        if row["n_info"]
-                        else -1
-                    )
-                    stats.worst_rank = max(stats.worst_rank, rank)
-                for w in writers:
-                    w.write(row)
-            if reports is not None:
-                for name, text in res.reports:
-                    reports.write(name, text)
+            _tally(stats, res)
+            _emit(res, writers, reports)
             if progress is not None:
                 progress.update(stats.rows, stats.errors, units=stats.units)
     finally:  # also on Ctrl-C: the outputs stay valid and hold the runs done so far
         stats.seconds = time.perf_counter() - start
-        stats.not_logs = found.stats.not_logs
-        stats.filtered = found.stats.filtered
+        stats.not_logs, stats.filtered = found.stats.not_logs, found.stats.filtered
         stats.duplicates = found.stats.duplicates
         if progress is not None:
             progress.close()
