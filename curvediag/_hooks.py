@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["present", "register"]
+__all__ = ["present", "present_text", "register"]
 
 _PRESENTERS: dict[str, Callable[..., Any]] = {}
 
@@ -28,3 +28,11 @@ def present(name: str, *args: Any, **kwargs: Any) -> Any:
     if fn is None:  # only when curvediag/__init__.py was bypassed
         raise RuntimeError(f"no curvediag presenter {name!r} is registered")
     return fn(*args, **kwargs)
+
+
+def present_text(name: str, *args: Any, **kwargs: Any) -> str:
+    """:func:`present` for the presenters that return text (reprs, HTML, markdown)."""
+    text = present(name, *args, **kwargs)
+    if not isinstance(text, str):
+        raise TypeError(f"curvediag presenter {name!r} returned {type(text).__name__}, not text")
+    return text

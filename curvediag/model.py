@@ -121,7 +121,7 @@ class Series(BaseModel):
         }
 
     def __repr__(self) -> str:
-        return _hooks.present("series_repr", self)  # type: ignore[no-any-return]
+        return _hooks.present_text("series_repr", self)
 
     def __str__(self) -> str:
         return repr(self)
@@ -223,16 +223,16 @@ class Run(BaseModel):
         return _hooks.present("run_frame", self, kind=kind)
 
     def __repr__(self) -> str:
-        return _hooks.present("run_repr", self)  # type: ignore[no-any-return]
+        return _hooks.present_text("run_repr", self)
 
     def __str__(self) -> str:
         return repr(self)
 
     def _repr_html_(self) -> str:
-        return _hooks.present("run_html", self)  # type: ignore[no-any-return]
+        return _hooks.present_text("run_html", self)
 
     def _repr_markdown_(self) -> str:
-        return _hooks.present("run_markdown", self)  # type: ignore[no-any-return]
+        return _hooks.present_text("run_markdown", self)
 
 
 def _json_float(v: Any) -> Any:
@@ -266,16 +266,16 @@ class Finding(BaseModel):
         return d
 
     def __repr__(self) -> str:
-        return _hooks.present("finding_repr", self)  # type: ignore[no-any-return]
+        return _hooks.present_text("finding_repr", self)
 
     def __str__(self) -> str:
         return repr(self)
 
     def _repr_html_(self) -> str:
-        return _hooks.present("finding_html", self)  # type: ignore[no-any-return]
+        return _hooks.present_text("finding_html", self)
 
     def _repr_markdown_(self) -> str:
-        return _hooks.present("finding_markdown", self)  # type: ignore[no-any-return]
+        return _hooks.present_text("finding_markdown", self)
 
 
 class SkippedRule(BaseModel):
@@ -298,7 +298,7 @@ class Diagnosis(BaseModel):
     inconclusive_reason: str | None = None
     #: the feature cache the rules ran on (a ``FeatureSet``): the report completes it instead
     #: of computing the features again; not serialised
-    _feature_cache: Any = PrivateAttr(default=None)
+    _feature_cache: object = PrivateAttr(default=None)
 
     @property
     def verdict(self) -> str:
@@ -332,11 +332,11 @@ class Diagnosis(BaseModel):
         return json.dumps(self.to_dict(), indent=indent, allow_nan=False, sort_keys=False)
 
     def to_text(self) -> str:
-        return _hooks.present("diagnosis_text", self)  # type: ignore[no-any-return]
+        return _hooks.present_text("diagnosis_text", self)
 
     def to_markdown(self) -> str:
         """The postmortem report as markdown (text only; ``curvediag report`` adds plots)."""
-        return _hooks.present("diagnosis_markdown", self)  # type: ignore[no-any-return]
+        return _hooks.present_text("diagnosis_markdown", self)
 
     def plot(self) -> dict[str, Any]:
         """The report's matplotlib Figures by name (``loss``, ``learning_rate``,
@@ -353,10 +353,10 @@ class Diagnosis(BaseModel):
         return _hooks.present("diagnosis_frame", self)
 
     def __repr__(self) -> str:
-        return _hooks.present("diagnosis_repr", self)  # type: ignore[no-any-return]
+        return _hooks.present_text("diagnosis_repr", self)
 
     def _repr_html_(self) -> str:
-        return _hooks.present("diagnosis_html", self)  # type: ignore[no-any-return]
+        return _hooks.present_text("diagnosis_html", self)
 
     def _repr_markdown_(self) -> str:
-        return _hooks.present("diagnosis_markdown_short", self)  # type: ignore[no-any-return]
+        return _hooks.present_text("diagnosis_markdown_short", self)
