@@ -34,6 +34,7 @@ class ReportContext:
     cache: dict[str, Any] = field(default_factory=dict)
     _epoch: tuple[FloatArray, FloatArray] | None = None
     _wall: tuple[FloatArray, FloatArray] | None = None
+    _feature_set: FeatureSet | None = None
 
     @classmethod
     def of(cls, diagnosis: Diagnosis) -> ReportContext:
@@ -54,6 +55,7 @@ class ReportContext:
             merged[name] = value
             unavailable.pop(name, None)
         ctx = cls(diagnosis, dict(sorted(merged.items())), unavailable)
+        ctx._feature_set = fs
         ctx._epoch = _epoch_map(diagnosis.run)
         ctx._wall = _wall_map(diagnosis.run)
         return ctx
@@ -113,7 +115,7 @@ class ReportContext:
             return None
         from curvediag.features.loss import train_loss
 
-        fs = FeatureSet(self.run, FeatureSettings())
+        fs = self._feature_set or FeatureSet(self.run, FeatureSettings())
         return train_loss(FeatureContext(self.run, fs.settings, fs))
 
     def epoch_at(self, step: float) -> float | None:
