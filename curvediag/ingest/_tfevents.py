@@ -39,6 +39,7 @@ import numpy as np
 import numpy.typing as npt
 
 from curvediag.errors import CurvediagWarning, MalformedRunError
+from curvediag.ingest._protowire import Buf, window
 
 if TYPE_CHECKING:
     from tensorboard.compat.proto.event_pb2 import Event
@@ -252,7 +253,7 @@ class _VectorCrc:
             groups = [sel[ls == n] for n in distinct.tolist()]
         for idx in groups:
             n = int(lens[idx[0]])
-            win = _window(buf, n)
+            win = window(buf, n)
             for c0 in range(0, idx.size, 32768):
                 ci = idx[c0 : c0 + 32768]
                 rows = win[starts[ci]]
@@ -460,87 +461,6 @@ def iter_event_files(folder: str | os.PathLike[str]) -> list[Path]:
 
 
 # --------------------------------------------------------------------------------------------
-# Bulk wire-format helpers
-# --------------------------------------------------------------------------------------------
-
-
-def _window(buf: U8, width: int) -> U8:
-    """A read-only (n - width + 1, width) view whose row i is buf[i:i+width]."""
-    n = buf.shape[0]
-    if n < width:
-        return np.zeros((0, width), dtype=np.uint8)
-    view: U8 = np.lib.stride_tricks.as_strided(
-        buf, shape=(n - width + 1, width), strides=(1, 1), writeable=False
-    )
-    return view
-
-
-class _Buf:
-    """The file's bytes plus cached fixed-width windows for unaligned gathers."""
-
-    def __init__(self, arr: U8) -> None:
-        self.arr = arr
-        self.n = int(arr.shape[0])
-        self._win: dict[int, U8] = {}
-
-    def rows(self, pos: I64, width: int) -> U8:
-        w = self._win.get(width)
-        if w is None:
-            w = self._win[width] = _window(self.arr, width)
-        out: U8 = w[pos]
-        return out
-
-    def u8(self, pos: I64) -> U8:
-        out: U8 = self.arr[pos]
-        return out
-
-    def f64(self, pos: I64) -> F64:
-        out: F64 = self.rows(pos, 8).view("<f8").reshape(-1).astype(np.float64, copy=False)
-        return out
-
-    def f32(self, pos: I64) -> F64:
-        out: F64 = self.rows(pos, 4).view("<f4").reshape(-1).astype(np.float64)
-        return out
-
-    def u32(self, pos: I64) -> U32:
-        out: U32 = self.rows(pos, 4).view("<u4").reshape(-1).astype(np.uint32, copy=False)
-        return out
-
-    def varint(self, pos: I64, limit: I64) -> tuple[U64, I64, B1]:
-        """Decode a varint at every ``pos`` (bytes must stay below ``limit``).
-
-        Returns:
-            (value, encoded length, ok)
-        """
-        last = self.n - 1
-        ok = pos < limit
-        b = self.arr[np.minimum(pos, last)]
-        val = b.astype(np.uint64)
-        more = b >= 0x80
-        ln = np.ones(pos.shape[0], dtype=np.int64)
-        if not more.any():  # the common case: one-byte varints
-            return val, ln, ok
-        todo = np.flatnonzero(more)
-        val[todo] &= np.uint64(0x7F)
-        for i in range(1, 10):
-            p = pos[todo] + i
-            inside = p < limit[todo]
-            if not inside.all():
-                ok[todo[~inside]] = False
-                todo = todo[inside]
-                p = p[inside]
-            b = self.arr[np.minimum(p, last)]
-            val[todo] |= (b & np.uint8(0x7F)).astype(np.uint64) << np.uint64(7 * i)
-            ln[todo] += 1
-            todo = todo[b >= 0x80]
-            if todo.size == 0:
-                break
-        if todo.size:
-            ok[todo] = False
-        return val, ln, ok
-
-
-# --------------------------------------------------------------------------------------------
 # Reading
 # --------------------------------------------------------------------------------------------
 
@@ -596,7 +516,7 @@ def _frame_vectorized(mm: mmap.mmap | bytes, size: int) -> tuple[I64, int]:
         hits.append(np.flatnonzero(arr[lo + 12 : hi + 12] == 0x09) + lo)
     q = np.concatenate(hits) if hits else np.zeros(0, dtype=np.int64)
     del arr
-    buf = _Buf(np.frombuffer(mm, dtype=np.uint8))
+    buf = Buf(np.frombuffer(mm, dtype=np.uint8))
     lens = buf.rows(q, 8).view("<u8").reshape(-1)
     ok = lens < 65536
     q, lens = q[ok], lens[ok].astype(np.int64)
@@ -723,7 +643,7 @@ class _Reader:
 
     def _read_mapped(self, mm: mmap.mmap | bytes, size: int) -> None:
         arr: U8 = np.frombuffer(mm, dtype=np.uint8)
-        buf = _Buf(arr)
+        buf = Buf(arr)
         starts = self.frame(mm, size)
         lens = np.zeros(starts.shape[0], dtype=np.int64)
         if starts.size:
@@ -811,7 +731,7 @@ class _Decoder:
     """Bulk protobuf wire-format decoding of the framed records."""
 
     def __init__(
-        self, rd: _Reader, buf: _Buf, mm: mmap.mmap | bytes, starts: I64, ds: I64, lens: I64
+        self, rd: _Reader, buf: Buf, mm: mmap.mmap | bytes, starts: I64, ds: I64, lens: I64
     ) -> None:
         self.rd = rd
         self.buf = buf

@@ -34,6 +34,16 @@ from pathlib import Path
 from typing import Final
 
 from curvediag.errors import CurvediagWarning, MalformedRunError
+from curvediag.ingest._protowire import FIXED64 as _FIXED64
+from curvediag.ingest._protowire import LEN as _LEN
+from curvediag.ingest._protowire import VARINT as _VARINT
+from curvediag.ingest._protowire import DecodeError as _DecodeError
+from curvediag.ingest._protowire import fields as _fields
+from curvediag.ingest._protowire import signed as _signed
+from curvediag.ingest._protowire import skip as _skip
+from curvediag.ingest._protowire import skip_field as _skip_field
+from curvediag.ingest._protowire import text as _text
+from curvediag.ingest._protowire import varint as _varint
 
 __all__ = ["WandbLog", "read_wandb_log"]
 
@@ -129,14 +139,6 @@ EXIT_RUNTIME: Final = 2  # int32 runtime
 HEADER_VERSION_INFO: Final = 1  # VersionInfo version_info
 VERSION_INFO_PRODUCER: Final = 1  # string producer
 
-# Wire types
-_VARINT: Final = 0
-_FIXED64: Final = 1
-_LEN: Final = 2
-_SGROUP: Final = 3
-_EGROUP: Final = 4
-_FIXED32: Final = 5
-
 # Single-byte tags of the hot path
 _TAG_HISTORY_ITEM: Final = (HISTORY_ITEM << 3) | _LEN  # 0x0a
 _TAG_HISTORY_STEP: Final = (HISTORY_STEP << 3) | _LEN  # 0x12
@@ -198,10 +200,6 @@ class _Decoded:
         self.value = value
 
 
-class _DecodeError(Exception):
-    """Malformed protobuf data inside one record (never escapes this module)."""
-
-
 def read_wandb_log(
     path: str | os.PathLike[str], *, check_crc: bool = True, warn: bool = True
 ) -> WandbLog:
@@ -233,107 +231,6 @@ def read_wandb_log(
     for message in log.warnings if warn else ():
         warnings.warn(message, CurvediagWarning, stacklevel=2)
     return log
-
-
-# --------------------------------------------------------------------------------------------
-# Protobuf wire-format primitives
-# --------------------------------------------------------------------------------------------
-def _varint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
-    """Decode a base-128 varint at ``pos``; return (value, new position)."""
-    result = 0
-    shift = 0
-    while True:
-        if pos >= end:
-            raise _DecodeError("truncated varint")
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            return result, pos
-        shift += 7
-        if shift >= 70:
-            raise _DecodeError("varint longer than 10 bytes")
-
-
-def _signed(value: int) -> int:
-    """Reinterpret a decoded int32/int64 varint as two's complement."""
-    value &= 0xFFFFFFFFFFFFFFFF
-    return value - (1 << 64) if value >= 1 << 63 else value
-
-
-def _skip(buf: bytes, pos: int, end: int, wire_type: int, field_number: int) -> int:
-    """Skip one field's value (the tag already read); return the position after it."""
-    if wire_type == _VARINT:
-        _, pos = _varint(buf, pos, end)
-    elif wire_type == _FIXED64:
-        pos += 8
-    elif wire_type == _LEN:
-        length, pos = _varint(buf, pos, end)
-        pos += length
-    elif wire_type == _FIXED32:
-        pos += 4
-    elif wire_type == _SGROUP:
-        while True:
-            tag, pos = _varint(buf, pos, end)
-            if tag & 7 == _EGROUP:
-                if tag >> 3 != field_number:
-                    raise _DecodeError("mismatched end-group tag")
-                break
-            pos = _skip(buf, pos, end, tag & 7, tag >> 3)
-    else:
-        raise _DecodeError(f"invalid wire type {wire_type}")
-    if pos > end:
-        raise _DecodeError("field runs past the end of its message")
-    return pos
-
-
-def _skip_field(buf: bytes, pos: int, end: int) -> int:
-    """Skip one whole field (tag included) starting at ``pos``."""
-    tag = buf[pos]
-    if tag < 0x80:
-        pos += 1
-    else:
-        tag, pos = _varint(buf, pos, end)
-    if tag >> 3 == 0:
-        raise _DecodeError("field number 0")
-    return _skip(buf, pos, end, tag & 7, tag >> 3)
-
-
-def _fields(buf: bytes, pos: int, end: int) -> list[tuple[int, int, int, int]]:
-    """Split a message into (field number, wire type, start, end-or-value) tuples.
-
-    For wire type 2 the tuple holds the payload's (start, end); for varints (value, 0); for
-    fixed32/64 (start, end) of the raw bytes. Groups are skipped.
-    """
-    out: list[tuple[int, int, int, int]] = []
-    while pos < end:
-        tag, pos = _varint(buf, pos, end)
-        number = tag >> 3
-        wire_type = tag & 7
-        if number == 0:
-            raise _DecodeError("field number 0")
-        if wire_type == _LEN:
-            length, pos = _varint(buf, pos, end)
-            stop = pos + length
-            if stop > end:
-                raise _DecodeError("length-delimited field runs past its message")
-            out.append((number, wire_type, pos, stop))
-            pos = stop
-        elif wire_type == _VARINT:
-            value, pos = _varint(buf, pos, end)
-            out.append((number, wire_type, value, 0))
-        else:
-            start = pos
-            pos = _skip(buf, pos, end, wire_type, number)
-            if wire_type != _SGROUP:
-                out.append((number, wire_type, start, pos))
-    if pos != end:
-        raise _DecodeError("message runs past its end")
-    return out
-
-
-def _text(buf: bytes, start: int, stop: int) -> str:
-    return buf[start:stop].decode("utf-8", "replace")
 
 
 def _json_value(raw: bytes) -> object:
