@@ -3,16 +3,59 @@
 - :class:`Progress`: the batch bar (done / total with an ETA when the total is known, else runs
   done, errors and rate);
 - :class:`Stages`: the stages of one long job (``curvediag report``: reading, diagnosing,
-  plotting, writing) with the time spent so far.
+  plotting, writing) with the time spent so far;
+- :class:`ReadBar`: the reading of one big file (bytes read or decoded of the total, with an
+  ETA), fed by the readers through :func:`curvediag.ingest.reading_progress`; it draws into the
+  stage line of ``report`` or a line of its own (:class:`Line`) for ``diagnose``.
 """
 
 from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
+from pathlib import Path
 from typing import IO
 
-__all__ = ["Progress", "Stages"]
+__all__ = ["Line", "Progress", "ReadBar", "Stages"]
+
+
+def _is_terminal(stream: IO[str]) -> bool:
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty())
+
+
+class Line:
+    """One redrawn line on ``stream`` (default stderr), on a terminal only.
+
+    ``draw(text)`` replaces the line; ``clear()`` blanks it so that the output that follows
+    starts clean; ``end()`` keeps it and moves to a new line.
+    """
+
+    def __init__(self, stream: IO[str] | None = None, *, enabled: bool | None = None) -> None:
+        self.stream = stream if stream is not None else sys.stderr
+        self.enabled = _is_terminal(self.stream) if enabled is None else enabled
+        self._width = 0
+
+    def draw(self, text: str) -> None:
+        if not self.enabled:
+            return
+        pad = " " * max(0, self._width - len(text))
+        self._width = len(text)
+        self.stream.write("\r" + text + pad)
+        self.stream.flush()
+
+    def clear(self) -> None:
+        if self.enabled and self._width:
+            self.stream.write("\r" + " " * self._width + "\r")
+            self.stream.flush()
+            self._width = 0
+
+    def end(self) -> None:
+        if self.enabled:
+            self.stream.write("\n")
+            self.stream.flush()
+            self._width = 0
 
 
 class Progress:
@@ -27,15 +70,12 @@ class Progress:
     def __init__(
         self, stream: IO[str] | None = None, *, enabled: bool | None = None, interval: float = 0.2
     ) -> None:
-        self.stream = stream if stream is not None else sys.stderr
-        if enabled is None:
-            isatty = getattr(self.stream, "isatty", None)
-            enabled = bool(isatty and isatty())
-        self.enabled = enabled
+        self._line = Line(stream, enabled=enabled)
+        self.stream = self._line.stream
+        self.enabled = self._line.enabled
         self.interval = interval
         self.start = time.perf_counter()
         self._last = 0.0
-        self._width = 0
         self.runs = 0
         self.errors = 0
         #: Run units to process, when known (counted before the batch starts); ``None``: unknown.
@@ -73,17 +113,12 @@ class Progress:
         if not force and now - self._last < self.interval:
             return
         self._last = now
-        text = self.line()
-        pad = " " * max(0, self._width - len(text))
-        self._width = len(text)
-        self.stream.write("\r" + text + pad)
-        self.stream.flush()
+        self._line.draw(self.line())
 
     def close(self) -> None:
         if self.enabled:
             self.update(self.runs, self.errors, force=True)
-            self.stream.write("\n")
-            self.stream.flush()
+            self._line.end()
 
 
 class Stages:
@@ -106,14 +141,12 @@ class Stages:
     ) -> None:
         self.label = label
         self.names = list(names)
-        self.stream = stream if stream is not None else sys.stderr
-        if enabled is None:
-            isatty = getattr(self.stream, "isatty", None)
-            enabled = bool(isatty and isatty())
-        self.enabled = enabled
+        self._line = Line(stream, enabled=enabled)
+        self.stream = self._line.stream
+        self.enabled = self._line.enabled
         self.start = time.perf_counter()
         self.done = 0
-        self._width = 0
+        self._current = ""
 
     def line(self, name: str) -> str:
         total = len(self.names)
@@ -125,7 +158,12 @@ class Stages:
         """Stage ``name`` starts (the ones before it are done)."""
         if name in self.names:
             self.done = self.names.index(name)
-        self._draw(self.line(name + "..."))
+        self._current = name
+        self._line.draw(self.line(name + "..."))
+
+    def detail(self, text: str) -> None:
+        """Show ``text`` after the current stage's name (e.g. a :class:`ReadBar`'s bar)."""
+        self._line.draw(self.line(f"{self._current}: {text}"))
 
     def close(self, *, failed: bool = False) -> None:
         """End the line: all stages done, or (``failed``) just a line break so that the error
@@ -134,17 +172,85 @@ class Stages:
             return
         if not failed:
             self.done = len(self.names)
-            self._draw(self.line("done"))
-        self.stream.write("\n")
-        self.stream.flush()
+            self._line.draw(self.line("done"))
+        self._line.end()
 
-    def _draw(self, text: str) -> None:
-        if not self.enabled:
+
+#: Seconds a file must take before its :class:`ReadBar` appears.
+READ_BAR_DELAY = 0.5
+
+
+class ReadBar:
+    """A listener for :func:`curvediag.ingest.reading_progress` that draws how far the reading
+    of a file has got::
+
+        decoding events.out.tfevents.17000.host [########------------] 412 MB/980 MB (42%), ETA 5 s
+
+    Nothing is drawn during the first ``delay`` seconds of a file, so small files (most runs)
+    show no bar at all.
+
+    Args:
+        draw: Where the text goes (``Line.draw``, or ``Stages.detail`` inside a staged job).
+        delay: Seconds before the first drawing (default ``READ_BAR_DELAY``).
+        interval: Seconds between redraws.
+        clock: The time source (tests pass a fake one).
+    """
+
+    def __init__(
+        self,
+        draw: Callable[[str], None],
+        *,
+        delay: float | None = None,
+        interval: float = 0.1,
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        self.draw = draw
+        self.delay = READ_BAR_DELAY if delay is None else delay
+        self.interval = interval
+        self.clock = clock
+        self._path = ""
+        self._first = 0.0
+        self._phase = ""
+        self._phase_start = (0.0, 0)
+        self._last = -1.0
+        self.drawn = 0
+
+    def __call__(self, path: str, phase: str, done: int, total: int) -> None:
+        now = self.clock()
+        if path != self._path:
+            self._path, self._first, self._phase = path, now, ""
+        if phase != self._phase:
+            self._phase, self._phase_start = phase, (now, done)
+        if now - self._first < self.delay:
             return
-        pad = " " * max(0, self._width - len(text))
-        self._width = len(text)
-        self.stream.write("\r" + text + pad)
-        self.stream.flush()
+        if now - self._last < self.interval and done < total:
+            return
+        self._last = now
+        self.drawn += 1
+        self.draw(self.text(path, phase, done, total, now))
+
+    def text(self, path: str, phase: str, done: int, total: int, now: float) -> str:
+        name = Path(path).name or path
+        if phase == "parsing":
+            took = _duration(now - self._phase_start[0])
+            return f"parsing {name} ({_size(total)}), {took}"
+        share = done / total if total > 0 else 0.0
+        filled = round(20 * share)
+        bar = "#" * filled + "-" * (20 - filled)
+        t0, d0 = self._phase_start
+        rate = (done - d0) / (now - t0) if now > t0 and done > d0 else 0.0
+        eta = f"ETA {_duration((total - done) / rate)}" if rate > 0 else "ETA --"
+        return f"{phase} {name} [{bar}] {_size(done)}/{_size(total)} ({share:.0%}), {eta}"
+
+
+def _size(n: int) -> str:
+    """Bytes for people: 512 B, 48 KB, 980 MB, 1.2 GB (powers of 1024)."""
+    value = float(n)
+    for unit in ("B", "KB", "MB"):
+        if value < 1024:
+            return f"{value:.0f} {unit}"
+        value /= 1024
+    return f"{value:.1f} GB"
 
 
 def _duration(seconds: float) -> str:

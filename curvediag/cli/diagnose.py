@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 from typing import TYPE_CHECKING
 
@@ -16,6 +17,8 @@ from curvediag.cli.options import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from curvediag.model import Diagnosis
 
 __all__ = ["DESCRIPTION", "add_arguments", "run"]
@@ -83,7 +86,8 @@ def run(args: argparse.Namespace) -> int:
         from curvediag.errors import IngestError
         from curvediag.ingest import load_runs
 
-        runs = load_runs(args.path, aliases=aliases)
+        with _read_bar():
+            runs = load_runs(args.path, aliases=aliases)
         if args.run is not None:
             picked = [r for r in runs if r.name == args.run]
             if not picked:
@@ -99,7 +103,8 @@ def run(args: argparse.Namespace) -> int:
     from curvediag.errors import IngestError
 
     try:
-        run = load_run(args.path, aliases=aliases)
+        with _read_bar():
+            run = load_run(args.path, aliases=aliases)
     except IngestError as exc:
         if exc.problem.startswith("holds "):
             held = exc.problem.split("; point at")[0]
@@ -108,6 +113,23 @@ def run(args: argparse.Namespace) -> int:
             )
         raise
     return _report_one(diagnose(run, rules=ruleset), args)
+
+
+@contextlib.contextmanager
+def _read_bar() -> Iterator[None]:
+    """A progress bar on stderr while a big file is read (terminals only), then a clean line."""
+    from curvediag.ingest import reading_progress
+    from curvediag.progress import Line, ReadBar
+
+    line = Line()
+    if not line.enabled:
+        yield
+        return
+    try:
+        with reading_progress(ReadBar(lambda text: line.draw(f"curvediag diagnose: {text}"))):
+            yield
+    finally:
+        line.clear()
 
 
 def _report_one(d: Diagnosis, args: argparse.Namespace) -> int:

@@ -59,9 +59,9 @@ def _command(args: argparse.Namespace) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Write the report; 0 on success, 2 on bad input (one line on stderr)."""
-    from curvediag.ingest import load_run
+    from curvediag.ingest import load_run, reading_progress
     from curvediag.pipeline import diagnose
-    from curvediag.progress import Stages
+    from curvediag.progress import ReadBar, Stages
     from curvediag.report.writer import render_report
     from curvediag.ruleset.loader import load_rules, parse_overrides
 
@@ -73,7 +73,8 @@ def run(args: argparse.Namespace) -> int:
     stages = Stages("curvediag report", names)
     try:
         stages.stage("reading")
-        the_run = load_run(args.path, aliases=aliases)
+        with reading_progress(ReadBar(stages.detail)):
+            the_run = load_run(args.path, aliases=aliases)
         stages.stage("diagnosing")
         d = diagnose(the_run, rules=ruleset)
         path = render_report(

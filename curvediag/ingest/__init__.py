@@ -20,10 +20,18 @@ from curvediag.errors import (
     OutOfMemoryError,
     UnrecognizedFormatError,
 )
+from curvediag.ingest._progress import listen as reading_progress
 from curvediag.ingest.base import Aliases, Reader, readers
 from curvediag.model import Run
 
-__all__ = ["FORMATS", "detect_format", "load_run", "load_runs", "merge_runs"]
+__all__ = [
+    "FORMATS",
+    "detect_format",
+    "load_run",
+    "load_runs",
+    "merge_runs",
+    "reading_progress",
+]
 
 
 def _modules() -> dict[str, Reader]:

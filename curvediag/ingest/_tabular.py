@@ -25,6 +25,7 @@ import numpy.typing as npt
 
 from curvediag import normalize
 from curvediag.errors import MalformedRunError
+from curvediag.ingest._progress import listening, read_chunked, tell
 from curvediag.model import Run, Series
 from curvediag.normalize import MAX_STEP, OutOfRange, as_float, build_series
 
@@ -74,7 +75,7 @@ class Table:
 def read_bytes(path: Path) -> bytes:
     """The file's bytes; missing, unreadable, folder or empty -> MalformedRunError."""
     try:
-        raw = path.read_bytes()
+        raw = read_chunked(path)
     except FileNotFoundError:
         raise MalformedRunError(path, "file not found") from None
     except PermissionError:
@@ -180,6 +181,7 @@ def parse_csv(path: Path, text: str, what: str, *, sep: str = ",") -> Table:
 
     if text[:4096].lstrip()[:1] in {"{", "["}:
         raise MalformedRunError(path, f"looks like JSON, not a {what} (wrong file extension?)")
+    tell(path, "parsing", len(text), len(text))
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -248,7 +250,12 @@ def json_lines(path: Path, text: str, what: str) -> tuple[list[dict[str, Any]], 
     bad: list[int] = []
     not_object = 0
     lines = text.splitlines()
+    # progress: tell every ~1% of the lines, by their share of the text (when someone listens)
+    every = max(len(lines) // 100, 1000) if listening() else len(lines) + 1
+    size = len(text)
     for lineno, line in enumerate(lines, 1):
+        if lineno % every == 0:
+            tell(path, "decoding", size * lineno // len(lines), size)
         s = line.strip()
         if not s:
             continue

@@ -39,6 +39,7 @@ import numpy as np
 import numpy.typing as npt
 
 from curvediag.errors import CurvediagWarning, MalformedRunError
+from curvediag.ingest._progress import tell
 from curvediag.ingest._protowire import Buf, window
 
 if TYPE_CHECKING:
@@ -642,6 +643,7 @@ class _Reader:
         return self.out
 
     def _read_mapped(self, mm: mmap.mmap | bytes, size: int) -> None:
+        tell(self.path, "decoding", 0, size)
         arr: U8 = np.frombuffer(mm, dtype=np.uint8)
         buf = Buf(arr)
         starts = self.frame(mm, size)
@@ -747,8 +749,11 @@ class _Decoder:
         parts: list[dict[str, Any]] = []
         walls: list[F64] = []
         steps: list[I64] = []
+        size = len(self.mm)
         for r0 in range(0, max(self.nrec, 1), _CHUNK_RECORDS):
             r1 = min(r0 + _CHUNK_RECORDS, self.nrec)
+            if r0:
+                tell(self.rd.path, "decoding", int(self.starts[r0]), size)
             rec, vs, ve, wall_c, step_c = self._events(r0, r1)
             part = self._values(rec, vs, ve)
             # drop values of records that go through protobuf

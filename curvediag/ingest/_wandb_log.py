@@ -34,6 +34,8 @@ from pathlib import Path
 from typing import Final
 
 from curvediag.errors import CurvediagWarning, MalformedRunError
+from curvediag.ingest import _progress
+from curvediag.ingest._progress import listening, read_chunked, tell
 from curvediag.ingest._protowire import FIXED64 as _FIXED64
 from curvediag.ingest._protowire import LEN as _LEN
 from curvediag.ingest._protowire import VARINT as _VARINT
@@ -214,7 +216,7 @@ def read_wandb_log(
     """
     spath = os.fspath(path)
     try:
-        data = Path(spath).read_bytes()
+        data = read_chunked(Path(spath))
     except OSError as exc:
         raise MalformedRunError(spath, f"cannot read file: {exc}") from exc
     if len(data) < FILE_HEADER_SIZE or data[:4] != MAGIC:
@@ -358,7 +360,13 @@ class _Reader:
         parts: list[bytes] = []
         frag_start = -1  # offset of the FIRST fragment being assembled, -1 when none
         resync = False  # skipping continuation fragments after damage
+        # progress: tell every ~1% of the file (when someone listens)
+        every = max(n // 100, _progress.MIN_STEP) if listening() else n + 1
+        next_tell = every
         while pos < n:
+            if pos >= next_tell:
+                tell(self.path, "decoding", pos, n)
+                next_tell = pos + every
             left = BLOCK_SIZE - pos % BLOCK_SIZE
             if left < RECORD_HEADER_SIZE:
                 pos += left  # block trailer: zero padding

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from curvediag.errors import MalformedRunError, UnrecognizedFormatError
+from curvediag.ingest._progress import tell
 from curvediag.ingest._tabular import head_bytes, read_text
 from curvediag.ingest.aliases import canonical_name
 from curvediag.ingest.layouts import CHECKPOINT_DIR, STATE_NAME
@@ -79,6 +80,7 @@ def sniff(path: Path) -> bool:
 def _load_json(path: Path) -> Any:
     text = read_text(path, "trainer_state.json")
     try:
+        tell(path, "parsing", len(text), len(text))
         # Python's json accepts the bare NaN / Infinity / -Infinity tokens the Trainer writes.
         return json.loads(text)
     except json.JSONDecodeError as exc:
