@@ -365,6 +365,55 @@ def score(cases: Iterable[Case], claim: Claimer) -> Score:
     return s
 
 
+def _per_rule(
+    cases: list[Case], diag: dict[int, Diagnosis], index: dict[int, int], rule_ids: list[str]
+) -> list[str]:
+    """Per rule: on how many scored runs it fired (or was folded into another finding), at
+    which severities, and how many of those runs' labels support its category."""
+    fired: Counter[str] = Counter()
+    supported: Counter[str] = Counter()
+    severities: dict[str, Counter[str]] = {}
+    for c in cases:
+        d = diag.get(index[id(c)])
+        if d is None or c.label.status != "labelled":
+            continue
+        ok = c.label.expected | c.label.acceptable
+        seen: dict[str, str] = {}
+        for f in d.findings:
+            seen.setdefault(f.rule_id, f.severity.value)
+            for r in f.related:
+                seen.setdefault(r.split(":", 1)[0], "folded")
+        for rule_id, sev in seen.items():
+            fired[rule_id] += 1
+            severities.setdefault(rule_id, Counter())[sev] += 1
+            cat = RULE_CATEGORY.get(rule_id)
+            if cat is None or any(cat in SYNONYMS[lab] for lab in ok):
+                supported[rule_id] += 1
+    out = [
+        "",
+        "## Per rule (tunable runs)",
+        "",
+        "Over the scored runs that may be tuned on (held-out runs are left out unless "
+        "`--show-holdout` is given). Runs on which each rule fired (or was folded into another finding), and how many of "
+        "those runs' labels support the rule's category (rules without a category, such as "
+        "`healthy-converged`, count as supported).",
+        "",
+        "| rule | category | runs | severities | supported by the label |",
+        "|---|---|---:|---|---:|",
+    ]
+    for rule_id in sorted(fired, key=lambda r: (-fired[r], r)):
+        sev = ", ".join(f"{k} {v}" for k, v in sorted(severities[rule_id].items()))
+        cat = RULE_CATEGORY.get(rule_id) or "-"
+        out.append(
+            f"| `{rule_id}` | {cat} | {fired[rule_id]} | {sev} | "
+            f"{Score.ratio(supported[rule_id], fired[rule_id])} |"
+        )
+    silent = sorted(set(rule_ids) - set(fired))
+    if silent:
+        out += ["", "Never fired on these runs: " + ", ".join(f"`{r}`" for r in silent) + "."]
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("-o", "--output", default=str(ROOT / "benchmarks/results/real_accuracy.md"))
@@ -408,6 +457,7 @@ def main(argv: list[str] | None = None) -> int:
         "tune2": [c for c in cases if c.split == "tune2"],
         "holdout": [c for c in cases if c.split == "holdout"],
         "holdout2": [c for c in cases if c.split == "holdout2"],
+        "holdout3": [c for c in cases if c.split == "holdout3"],
         "all": cases,
     }
     halves = {k: v for k, v in halves.items() if v}
@@ -470,6 +520,9 @@ def main(argv: list[str] | None = None) -> int:
             cells.append(Score.ratio(s.found[cat], n) if n else "-")
             cells.append(Score.ratio(s.supported[cat], s.claimed[cat]) if s.claimed[cat] else "-")
         lines.append(f"| {cat} | " + " | ".join(cells) + " |")
+
+    tunable = [c for c in cases if args.show_holdout or not c.split.startswith("holdout")]
+    lines += _per_rule(tunable, diag, index, [r.id for r in rules.rules])
 
     # what went wrong, run by run (curvediag)
     misses: list[str] = []
