@@ -123,6 +123,38 @@ def read(path: str | Path, *, aliases: dict[str, str] | None = None) -> Run:
         raise MalformedRunError(p, "file not found")
     state_path, checkpoint = find_state_file(p)
     state = _load_json(state_path)
+    history = _log_history(state, state_path)
+    points, summary, bad_entries = _collect_points(history, aliases)
+    warnings: list[str] = []
+    if bad_entries:
+        warnings.append(
+            f"{state_path}: skipped {bad_entries} log_history entries without a numeric 'step'"
+        )
+    metrics = {}
+    restarts: set[int] = set()
+    dropped = OutOfRange()
+    for name, (steps, values) in points.items():
+        series, r = build_series(name, steps, values, dropped=dropped)
+        metrics[name] = series
+        restarts.update(r)
+    meta = _run_meta(state, summary, checkpoint)
+    if not history:
+        warnings.append(f"{state_path}: log_history is empty (nothing was logged yet)")
+    if checkpoint:
+        warnings.append(f"read {checkpoint}/{STATE_NAME} (the latest checkpoint)")
+    run = Run(
+        source=str(state_path),
+        format=FORMAT,
+        name=_run_name(state_path),
+        meta=meta,
+        metrics=metrics,
+        warnings=warnings,
+    )
+    return finish_run(run, restarts=restarts, dropped=dropped)
+
+
+def _log_history(state: Any, state_path: Path) -> list[Any]:
+    """The state's ``log_history`` list; anything else is a MalformedRunError."""
     if not isinstance(state, dict):
         raise MalformedRunError(
             state_path,
@@ -135,9 +167,18 @@ def read(path: str | Path, *, aliases: dict[str, str] | None = None) -> Run:
         raise MalformedRunError(
             state_path, f"'log_history' should be a list, found a {type(history).__name__}"
         )
+    return history
 
-    warnings: list[str] = []
-    points: dict[str, tuple[list[Any], list[float]]] = defaultdict(lambda: ([], []))
+
+_Points = dict[str, tuple[list[Any], list[float]]]
+
+
+def _collect_points(
+    history: list[Any], aliases: dict[str, str] | None
+) -> tuple[_Points, dict[str, Any], int]:
+    """The numbers of every log entry by canonical metric name, the final summary entry's
+    numbers, and how many entries had no numeric step."""
+    points: _Points = defaultdict(lambda: ([], []))
     summary: dict[str, Any] = {}
     bad_entries = 0
     names: dict[tuple[str, bool], str] = {}  # canonical name of each key, computed once
@@ -176,19 +217,12 @@ def read(path: str | Path, *, aliases: dict[str, str] | None = None) -> Run:
             steps, values = points[name]
             steps.append(step)
             values.append(num)
-    if bad_entries:
-        warnings.append(
-            f"{state_path}: skipped {bad_entries} log_history entries without a numeric 'step'"
-        )
+    return points, summary, bad_entries
 
-    metrics = {}
-    restarts: set[int] = set()
-    dropped = OutOfRange()
-    for name, (steps, values) in points.items():
-        series, r = build_series(name, steps, values, dropped=dropped)
-        metrics[name] = series
-        restarts.update(r)
 
+def _run_meta(state: dict[str, Any], summary: dict[str, Any], checkpoint: str | None) -> RunMeta:
+    """Run metadata from the state's top-level keys (steps, cadences, best checkpoint, trial
+    parameters, early stopping) and its final summary entry."""
     meta = RunMeta(
         summary=summary,
         finished=bool(summary) or None,
@@ -202,8 +236,7 @@ def read(path: str | Path, *, aliases: dict[str, str] | None = None) -> Run:
         v = _number(state.get(key))
         if v is not None and v > 0:
             setattr(meta, key, v)
-    best = _number(state.get("best_metric"))
-    meta.best_metric = best
+    meta.best_metric = _number(state.get("best_metric"))
     if isinstance(state.get("best_model_checkpoint"), str):
         meta.best_model_checkpoint = state["best_model_checkpoint"]
     trial = state.get("trial_params")
@@ -212,19 +245,7 @@ def read(path: str | Path, *, aliases: dict[str, str] | None = None) -> Run:
     _early_stopping(meta, state.get("stateful_callbacks"))
     if meta.global_step is not None and meta.max_steps and meta.global_step < meta.max_steps:
         meta.finished = False
-    if not history:
-        warnings.append(f"{state_path}: log_history is empty (nothing was logged yet)")
-    if checkpoint:
-        warnings.append(f"read {checkpoint}/{STATE_NAME} (the latest checkpoint)")
-    run = Run(
-        source=str(state_path),
-        format=FORMAT,
-        name=_run_name(state_path),
-        meta=meta,
-        metrics=metrics,
-        warnings=warnings,
-    )
-    return finish_run(run, restarts=restarts, dropped=dropped)
+    return meta
 
 
 def _early_stopping(meta: RunMeta, callbacks: Any) -> None:
