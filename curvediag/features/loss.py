@@ -84,6 +84,11 @@ def train_loss(ctx: FeatureContext) -> tuple[np.ndarray, np.ndarray, np.ndarray]
         "loss.early_rise_z": "that rise in units of the run's noise level (log space)",
         "loss.early_peak_step": "step of that early peak",
         "loss.early_window_end": "last step of the early window",
+        "loss.quarter_change": "signed fractional change from the mean of the first quarter of "
+        "the logs to the mean of the last quarter (-0.2 = fell by 20%); None under 12 logs",
+        "loss.quarter_spread_z": "highest minus lowest of the mean losses of the 2nd, 3rd and "
+        "4th quarters of the logs, in standard errors of a quarter's mean (per-log noise from "
+        "first differences); three means of a trendless series stay under 3.3 in 95% of runs",
     },
 )
 def _loss(ctx: FeatureContext) -> dict[str, Value]:
@@ -155,6 +160,7 @@ def _loss(ctx: FeatureContext) -> dict[str, Value]:
         improvement = -scale.ratio(tail_t - head_t)
     else:  # zero or negative losses: relative to the size of the starting loss
         improvement = (head_raw - tail_raw) / abs(head_raw) if head_raw != 0 else 0.0
+    quarter_change, quarter_spread_z = _quarter_trend(v)
     early_n = int(min(50, max(3, n // 10), n))
     early = t[:early_n]
     i_early = int(np.argmax(early))
@@ -192,7 +198,26 @@ def _loss(ctx: FeatureContext) -> dict[str, Value]:
         "loss.early_rise_z": float(early[i_early] - t[0]) / max(noise, 1e-9),
         "loss.early_peak_step": int(s[i_early]),
         "loss.early_window_end": int(s[early_n - 1]),
+        "loss.quarter_change": quarter_change,
+        "loss.quarter_spread_z": quarter_spread_z,
     }
+
+
+def _quarter_trend(v: np.ndarray) -> tuple[float | None, float | None]:
+    """The signed relative change from the first quarter's mean loss to the last quarter's,
+    and the spread of the later three quarters' means in standard errors of a quarter's mean
+    (per-log noise from first differences, robust); (None, None) under 12 logs."""
+    q = v.size // 4
+    if q < 3:
+        return None, None
+    means = [float(np.mean(part)) for part in (v[:q], v[q : 2 * q], v[-2 * q : -q], v[-q:])]
+    first, last = means[0], means[-1]
+    if first == 0:
+        return None, None
+    sigma = mad_sigma(np.diff(v)) / np.sqrt(2.0)
+    se = max(sigma / np.sqrt(q), 1e-12 * abs(first))
+    later = means[1:]
+    return (last - first) / abs(first), (max(later) - min(later)) / se
 
 
 def _smoothed_drop(smooth: np.ndarray, k: int) -> float:
