@@ -436,6 +436,7 @@ class LiveDiagnosis:
         """Evaluate the live rules when due (or ``force``); the findings not reported before."""
         if not (force or self.due()) or "train/loss" not in self._columns:
             return []
+        from curvediag.normalize import sanitize_run
         from curvediag.ruleset.engine import evaluate_rules
 
         stride = max(self.every_n_logs, math.ceil(self._entries / self.evaluations_per_run))
@@ -444,7 +445,8 @@ class LiveDiagnosis:
         self._urgent = False
         self._last_eval = self._entries
         self.evaluations += 1
-        evals, _ = evaluate_rules(self.view(), self.live_ruleset)
+        # the run as diagnose() sees it: out-of-range numbers (an overflowed 1e308) dropped
+        evals, _ = evaluate_rules(sanitize_run(self.view()), self.live_ruleset)
         new = []
         step = self._last_step if self._last_step is not None else 0
         seen_before = set(self._seen)

@@ -172,3 +172,21 @@ def test_importing_curvediag_does_not_import_transformers() -> None:
         "assert 'transformers' not in sys.modules and 'torch' not in sys.modules, 'imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
+def test_live_checks_drop_out_of_range_numbers_like_a_full_diagnosis(ruleset) -> None:  # type: ignore[no-untyped-def]
+    """A training loop can hand the callback 1e308 (an overflowed loss): the live checks see the
+    run the way diagnose() does, without the out-of-range point, and raise no numpy warnings."""
+    import warnings
+
+    live = LiveDiagnosis(rules=ruleset, meta=RunMeta(max_steps=200))
+    for i in range(1, 120):
+        loss = 1e308 if i == 60 else 2.0 * 0.99**i
+        live.add(i, {"train/loss": loss, "train/grad_norm": 1.0}, wall_time=1.7e9 + i)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        events = live.check(force=True)
+    live_ids = {ev.finding.rule_id for ev in events}
+    final, _ = live.finish()
+    assert "loss-spike" not in live_ids, live_ids
+    assert "loss-spike" not in final.finding_ids
