@@ -6,6 +6,7 @@ import numpy as np
 
 from curvediag.errors import InsufficientDataError
 from curvediag.features._stats import (
+    PHASES,
     LossScale,
     fitted_change,
     mad_sigma,
@@ -93,16 +94,7 @@ def train_loss(ctx: FeatureContext) -> tuple[np.ndarray, np.ndarray, np.ndarray]
 )
 def _loss(ctx: FeatureContext) -> dict[str, Value]:
     steps, values, _ = train_loss(ctx)
-    ok = np.isfinite(values)
-    if int(ok.sum()) < 2:
-        raise InsufficientDataError("fewer than 2 finite train-loss points")
-    # Analyse the part of the run before the first non-finite value.
-    end = int(np.argmin(ok)) if not bool(ok.all()) else values.size
-    if end < 2:
-        end = values.size
-    s, v = steps[:end][ok[:end]], values[:end][ok[:end]]
-    if v.size < 2:
-        raise InsufficientDataError("fewer than 2 finite train-loss points before the NaN")
+    s, v = _finite_prefix(steps, values)
     scale = LossScale(v)
     t = scale.forward(v)
     n = v.size
@@ -116,41 +108,11 @@ def _loss(ctx: FeatureContext) -> dict[str, Value]:
     smooth = rolling_median(t, w)
     # per-log noise from first differences (does not depend on a smoothing window)
     noise = mad_sigma(np.diff(t)) / np.sqrt(2.0) if n > 2 else 0.0
-
-    def change(phase: str) -> float | None:
-        mask = phase_mask(progress, phase)
-        if int(mask.sum()) < 3 <= n:
-            # a sparse log: the phase is the 3 logs nearest to it (documented in features)
-            mask = np.zeros(n, dtype=bool)
-            if phase == "early":
-                mask[:3] = True
-            elif phase == "late":
-                mask[-3:] = True
-            else:
-                mid = n // 2
-                mask[max(0, mid - 1) : max(0, mid - 1) + 3] = True
-        try:
-            return fitted_change(progress, t, mask, scale)
-        except InsufficientDataError:
-            return None
-
-    # the edges of a centred window hold only half the points: allow for their extra variance
-    tol = max(ctx.settings.flat_tolerance, 4.0 * noise / max(1.0, np.sqrt(w / 2)))
-    if scale.log:
-        tol = float(np.log1p(tol))
-    within = np.abs(smooth - tail_t) <= tol
-    # first index from which the smoothed curve stays within tolerance of its final level
-    not_within = np.flatnonzero(~within)
-    stop_i = int(not_within[-1] + 1) if not_within.size else 0
-    stop_i = min(stop_i, n - 1)
+    changes = {phase: _phase_change(progress, t, phase, scale) for phase in PHASES}
+    stop_i = _learning_stop(ctx, smooth, tail_t, noise, w, scale)
     i_min_s = int(np.nanargmin(smooth))
-    change_late = change("late")
-    late = phase_mask(progress, "late")
-    n_late = max(3, int(late.sum()))
-    late_z: float | None = None
-    if change_late is not None:
-        drop = -float(np.log1p(change_late)) if scale.log else -change_late
-        late_z = drop / max(noise * np.sqrt(2.0 / n_late), 1e-3 if scale.log else 1e-12)
+    change_late = changes["late"]
+    late_z = _late_drop_z(change_late, noise, phase_mask(progress, "late"), scale)
     still = bool(
         change_late is not None
         and (change_late <= -0.1 or (change_late <= -0.05 and (late_z or 0.0) >= 5.0))
@@ -171,23 +133,21 @@ def _loss(ctx: FeatureContext) -> dict[str, Value]:
         "loss.min": float(v.min()),
         "loss.min_step": int(s[int(np.argmin(v))]),
         "loss.max": float(v.max()),
-        "loss.head": float(np.median(v[:k_head])),
-        "loss.tail": float(np.median(v[-k:])),
+        "loss.head": head_raw,
+        "loss.tail": tail_raw,
         "loss.log_scale": scale.log,
         "loss.improvement": improvement,
         "loss.change_total": -improvement,
         "loss.still_improving": still,
         "loss.late_drop_z": late_z,
-        "loss.change_early": change("early"),
-        "loss.change_mid": change("mid"),
+        "loss.change_early": changes["early"],
+        "loss.change_mid": changes["mid"],
         "loss.change_late": change_late,
         "loss.noise": float(noise),
         "loss.noise_to_drop": float(
             noise / max(_smoothed_drop(smooth, k), abs(head_t - tail_t), 1e-9)
         ),
-        "loss.tail_ratio": float(np.median(v[-k:]) / np.median(v[:k_head]))
-        if float(np.median(v[:k_head])) != 0
-        else None,
+        "loss.tail_ratio": tail_raw / head_raw if head_raw != 0 else None,
         "loss.learning_stopped_at": float(progress[stop_i]),
         "loss.learning_stopped_step": int(s[stop_i]),
         "loss.drop_before_stop": -scale.ratio(float(smooth[stop_i]) - head_t),
@@ -201,6 +161,67 @@ def _loss(ctx: FeatureContext) -> dict[str, Value]:
         "loss.quarter_change": quarter_change,
         "loss.quarter_spread_z": quarter_spread_z,
     }
+
+
+def _finite_prefix(steps: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The finite points before the first non-finite one (all finite points when the run
+    starts non-finite); the ``nan`` group describes what came after."""
+    ok = np.isfinite(values)
+    if int(ok.sum()) < 2:
+        raise InsufficientDataError("fewer than 2 finite train-loss points")
+    end = int(np.argmin(ok)) if not bool(ok.all()) else values.size
+    if end < 2:
+        end = values.size
+    s, v = steps[:end][ok[:end]], values[:end][ok[:end]]
+    if v.size < 2:
+        raise InsufficientDataError("fewer than 2 finite train-loss points before the NaN")
+    return s, v
+
+
+def _phase_change(
+    progress: np.ndarray, t: np.ndarray, phase: str, scale: LossScale
+) -> float | None:
+    """Fractional change of the robust trend over one phase of the run (early, mid, late)."""
+    n = t.size
+    mask = phase_mask(progress, phase)
+    if int(mask.sum()) < 3 <= n:
+        # a sparse log: the phase is the 3 logs nearest to it (documented in features)
+        mask = np.zeros(n, dtype=bool)
+        if phase == "early":
+            mask[:3] = True
+        elif phase == "late":
+            mask[-3:] = True
+        else:
+            mid = n // 2
+            mask[max(0, mid - 1) : max(0, mid - 1) + 3] = True
+    try:
+        return fitted_change(progress, t, mask, scale)
+    except InsufficientDataError:
+        return None
+
+
+def _learning_stop(
+    ctx: FeatureContext, smooth: np.ndarray, tail_t: float, noise: float, w: int, scale: LossScale
+) -> int:
+    """First index from which the smoothed curve stays within tolerance of its final level."""
+    # the edges of a centred window hold only half the points: allow for their extra variance
+    tol = max(ctx.settings.flat_tolerance, 4.0 * noise / max(1.0, np.sqrt(w / 2)))
+    if scale.log:
+        tol = float(np.log1p(tol))
+    not_within = np.flatnonzero(~(np.abs(smooth - tail_t) <= tol))
+    stop_i = int(not_within[-1] + 1) if not_within.size else 0
+    return min(stop_i, smooth.size - 1)
+
+
+def _late_drop_z(
+    change_late: float | None, noise: float, late: np.ndarray, scale: LossScale
+) -> float | None:
+    """The fall over the last quarter in standard errors of the per-log noise."""
+    if change_late is None:
+        return None
+    n_late = max(3, int(late.sum()))
+    drop = -float(np.log1p(change_late)) if scale.log else -change_late
+    return float(drop / max(noise * np.sqrt(2.0 / n_late), 1e-3 if scale.log else 1e-12))
 
 
 def _quarter_trend(v: np.ndarray) -> tuple[float | None, float | None]:
