@@ -371,36 +371,13 @@ def _spikes(ctx: FeatureContext) -> dict[str, Value]:
     steps, values, _ = train_loss(ctx)
     ok = np.isfinite(values)
     s, v = steps[ok], values[ok]
-    empty: dict[str, Value] = {
-        "spike.count": 0,
-        "spike.step": None,
-        "spike.ratio": None,
-        "spike.value": None,
-        "spike.baseline": None,
-        "spike.recovered": None,
-        "spike.recovery_steps": None,
-        "spike.unrecovered": 0,
-        "spike.fast_count": 0,
-        "spike.slow_count": 0,
-        "spike.recovery_logs": None,
-        "spike.fast_horizon": None,
-        "spike.height_vs_range": None,
-        "spike.first_step": None,
-        "spike.window_start_step": None,
-        "spike.example_lo": None,
-        "spike.example_hi": None,
-    }
     if v.size < 8:
         raise InsufficientDataError(f"only {v.size} finite train-loss points (spikes need 8)")
     scale = LossScale(v)
     t = scale.forward(v)
     n = t.size
     w = int(min(25, max(5, n // 20)))
-    # trailing baseline: median of the previous w points (of all points before, at the start)
-    base = np.empty(n, dtype=np.float64)
-    base[0] = np.nan
-    base[1:w] = prefix_medians(t, 1, w - 1)
-    base[w:] = sliding_medians(t[:-1], w)
+    base = _trailing_baseline(t, w)
     centered = rolling_median(t, smoothing_window(n))
     sigma = max(mad_sigma(t - centered), 1e-12)
     min_jump = (
@@ -416,30 +393,15 @@ def _spikes(ctx: FeatureContext) -> dict[str, Value]:
     cand = np.zeros(n, dtype=bool)
     cand[start:] = resid[start:] > thresh
     if not bool(cand.any()):
-        return empty
-    # group consecutive spike points into events
-    idx = np.flatnonzero(cand)
-    groups = np.split(idx, np.flatnonzero(np.diff(idx) > 1) + 1)
+        return dict(_NO_SPIKE)
+    events = _spike_events(t, base, resid, cand, max(2 * sigma, thresh / 2))
     horizon = max(3, n // 20)
-    events = []
-    for g in groups:
-        peak = int(g[np.argmax(resid[g])])
-        b = float(base[peak])
-        back = np.flatnonzero(t[peak + 1 :] <= b + max(2 * sigma, thresh / 2))
-        rec = int(back[0] + peak + 1) if back.size else None
-        events.append((float(resid[peak]), peak, b, rec))
-    events.sort(key=lambda e: -e[0])
     r, peak, b, rec = events[0]
     unrecovered = sum(1 for e in events if e[3] is None)
     fast = sum(1 for e in events if e[3] is not None and e[3] - e[1] <= horizon)
     logging_window = int(s[peak] - s[peak - 1]) if peak > 0 else 1
     window_start = int(s[peak]) - logging_window + 1
-    bs = ctx.get("run.batch_size")
-    accum = ctx.get("run.grad_accum")
-    lo = hi = None
-    if isinstance(bs, int) and bs > 0:
-        per_step = bs * (accum if isinstance(accum, int) else 1)
-        lo, hi = (window_start - 1) * per_step, int(s[peak]) * per_step
+    lo, hi = _example_range(ctx, window_start, int(s[peak]))
     return {
         "spike.count": len(events),
         "spike.step": int(s[peak]),
@@ -459,6 +421,68 @@ def _spikes(ctx: FeatureContext) -> dict[str, Value]:
         "spike.example_lo": lo,
         "spike.example_hi": hi,
     }
+
+
+#: What the spike group says of a run without a spike.
+_NO_SPIKE: dict[str, Value] = {
+    "spike.count": 0,
+    "spike.step": None,
+    "spike.ratio": None,
+    "spike.value": None,
+    "spike.baseline": None,
+    "spike.recovered": None,
+    "spike.recovery_steps": None,
+    "spike.unrecovered": 0,
+    "spike.fast_count": 0,
+    "spike.slow_count": 0,
+    "spike.recovery_logs": None,
+    "spike.fast_horizon": None,
+    "spike.height_vs_range": None,
+    "spike.first_step": None,
+    "spike.window_start_step": None,
+    "spike.example_lo": None,
+    "spike.example_hi": None,
+}
+
+
+def _trailing_baseline(t: np.ndarray, w: int) -> np.ndarray:
+    """Per log, the median of the previous ``w`` logs (of all logs before it, at the start)."""
+    n = t.size
+    base = np.empty(n, dtype=np.float64)
+    base[0] = np.nan
+    base[1:w] = prefix_medians(t, 1, w - 1)
+    base[w:] = sliding_medians(t[:-1], w)
+    return base
+
+
+def _spike_events(
+    t: np.ndarray, base: np.ndarray, resid: np.ndarray, cand: np.ndarray, back_within: float
+) -> list[tuple[float, int, float, int | None]]:
+    """Consecutive spike logs grouped into events, highest first: (height above the baseline,
+    index of the peak, baseline there, index where the loss came back within ``back_within``
+    of that baseline or None)."""
+    idx = np.flatnonzero(cand)
+    groups = np.split(idx, np.flatnonzero(np.diff(idx) > 1) + 1)
+    events = []
+    for g in groups:
+        peak = int(g[np.argmax(resid[g])])
+        b = float(base[peak])
+        back = np.flatnonzero(t[peak + 1 :] <= b + back_within)
+        rec = int(back[0] + peak + 1) if back.size else None
+        events.append((float(resid[peak]), peak, b, rec))
+    events.sort(key=lambda e: -e[0])
+    return events
+
+
+def _example_range(ctx: FeatureContext, window_start: int, step: int) -> tuple[int | None, ...]:
+    """The indices of the training examples the Trainer fed over the logged window (with
+    sequential sampling), when the batch size is known."""
+    bs = ctx.get("run.batch_size")
+    accum = ctx.get("run.grad_accum")
+    if not (isinstance(bs, int) and bs > 0):
+        return None, None
+    per_step = bs * (accum if isinstance(accum, int) else 1)
+    return (window_start - 1) * per_step, step * per_step
 
 
 def _height(v: np.ndarray, peak: int, baseline: float) -> float | None:
