@@ -7,8 +7,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from curvediag.cli.options import add_rule_options, err, parse_map
+
+if TYPE_CHECKING:
+    from curvediag.batch.table import TableWriter
 
 __all__ = ["DESCRIPTION", "add_arguments", "run"]
 
@@ -120,45 +124,23 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``curvediag batch``; returns the exit code."""
-    from pathlib import Path
-
     from curvediag.batch.progress import Progress
     from curvediag.batch.runner import RuleSpec, ruleset_for, run_batch
-    from curvediag.batch.table import TableWriter, format_for, open_writer
     from curvediag.ruleset.loader import parse_overrides
 
     aliases = parse_map(args.map) or {}
-    if args.jobs is not None and args.jobs < 1:
-        err("--jobs must be 1 or more")
+    problem = _engine_problem(args)
+    if problem:
+        err(problem)
         return EXIT_ERROR
-    if args.scheduler and args.engine != "dask":
-        err("--scheduler needs --engine dask")
-        return EXIT_ERROR
-    if args.scheduler:
-        from curvediag.batch.runner import check_scheduler_address
-
-        check_scheduler_address(args.scheduler)  # a typo fails before any output is opened
     spec = RuleSpec.make(
         args.rules, builtin=not args.no_builtin, overrides=parse_overrides(args.set)
     )
     ruleset = ruleset_for(spec)  # a bad rule file or override: exit 2 before any work
-    severity_of = {r.id: r.severity.value for r in ruleset}
-
     outputs: list[str | None] = list(args.output) or [None]
-    writers: list[TableWriter] = []
     try:
-        for out in outputs:
-            target = None if out in (None, "-") else out
-            known = (
-                target is None
-                or format_for(target, None) != "csv"
-                or (Path(target).suffix.lower() == ".csv")
-            )
-            fmt = args.format if len(outputs) == 1 or not known else None
-            writers.append(open_writer(target, fmt, severity_of=severity_of))
+        writers = _open_writers(outputs, args.format, {r.id: r.severity.value for r in ruleset})
     except (ValueError, OSError) as exc:
-        for w in writers:
-            w.close()
         err(str(exc))
         return EXIT_ERROR
     progress = Progress(enabled=False if args.quiet else None)
@@ -193,3 +175,43 @@ def run(args: argparse.Namespace) -> int:
         )
     threshold = {"critical": 2, "warning": 1, "never": 99}[args.fail_on]
     return EXIT_FINDINGS if stats.worst_rank >= threshold else EXIT_OK
+
+
+def _engine_problem(args: argparse.Namespace) -> str | None:
+    """What is wrong with --jobs / --engine / --scheduler, before any output is opened."""
+    if args.jobs is not None and args.jobs < 1:
+        return "--jobs must be 1 or more"
+    if args.scheduler and args.engine != "dask":
+        return "--scheduler needs --engine dask"
+    if args.scheduler:
+        from curvediag.batch.runner import check_scheduler_address
+
+        check_scheduler_address(args.scheduler)  # a typo fails before any output is opened
+    return None
+
+
+def _open_writers(
+    outputs: list[str | None], fmt: str | None, severity_of: dict[str, str]
+) -> list[TableWriter]:
+    """One table writer per -o (None or "-": stdout). --format applies to a single output, or
+    to one whose extension does not say its format; the ones opened are closed on an error."""
+    from pathlib import Path
+
+    from curvediag.batch.table import format_for, open_writer
+
+    writers: list[TableWriter] = []
+    try:
+        for out in outputs:
+            target = None if out in (None, "-") else out
+            known = (
+                target is None
+                or format_for(target, None) != "csv"
+                or (Path(target).suffix.lower() == ".csv")
+            )
+            use = fmt if len(outputs) == 1 or not known else None
+            writers.append(open_writer(target, use, severity_of=severity_of))
+    except (ValueError, OSError):
+        for w in writers:
+            w.close()
+        raise
+    return writers
