@@ -238,23 +238,7 @@ def read_chart(path: Path, *, aliases: dict[str, str] | None = None) -> list[Run
         raise MalformedRunError(path, f"the x-axis column {x_name!r} holds no numbers")
     x_steps, x_ok, x_integral = to_steps(x_col)
     x_is_steps = x_integral and x_name.lower() not in _TIME_AXES
-
-    # run -> metric -> raw column (values only), run -> its _step column, bands
-    runs: dict[str, dict[str, str]] = {}
-    step_cols: dict[str, str] = {}
-    bands: dict[str, list[str]] = {}
-    for raw, parsed in zip(header[1:], split_header(header[1:]), strict=True):
-        if parsed is None:
-            continue
-        owner, metric, kind = parsed
-        runs.setdefault(owner, {})
-        if kind != "value":
-            bands.setdefault(owner, []).append(raw)
-        elif metric == "_step":
-            step_cols[owner] = raw
-        elif not metric.startswith("_") and raw in table.columns:
-            runs[owner][metric] = raw
-
+    runs, step_cols, bands = _chart_columns(table, header[1:])
     out: list[Run] = []
     empty: list[str] = []
     for run_name, columns in runs.items():
@@ -310,6 +294,28 @@ def read_chart(path: Path, *, aliases: dict[str, str] | None = None) -> list[Run
             "runs with no values in this export are left out: " + ", ".join(empty)
         )
     return out
+
+
+def _chart_columns(
+    table: Table, names: list[str]
+) -> tuple[dict[str, dict[str, str]], dict[str, str], dict[str, list[str]]]:
+    """The columns after the x-axis, by run: run -> metric -> raw column (values only),
+    run -> its ``_step`` column, run -> its ``__MIN``/``__MAX`` band columns."""
+    runs: dict[str, dict[str, str]] = {}
+    step_cols: dict[str, str] = {}
+    bands: dict[str, list[str]] = {}
+    for raw, parsed in zip(names, split_header(names), strict=True):
+        if parsed is None:
+            continue
+        owner, metric, kind = parsed
+        runs.setdefault(owner, {})
+        if kind != "value":
+            bands.setdefault(owner, []).append(raw)
+        elif metric == "_step":
+            step_cols[owner] = raw
+        elif not metric.startswith("_") and raw in table.columns:
+            runs[owner][metric] = raw
+    return runs, step_cols, bands
 
 
 def header_cells_of(text: str) -> list[str]:
