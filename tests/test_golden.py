@@ -63,3 +63,17 @@ def test_outputs_unchanged(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
                 )
             )
             pytest.fail(f"{golden.name} changed:\n{diff[:6000]}")
+
+
+def test_a_share_given_back_is_never_above_the_whole() -> None:
+    """'giving back 23932% of the decrease' was quoted for a loss that barely fell before it
+    blew up: a share of a decrease is at most all of it."""
+    import re
+
+    shares = [
+        int(m)
+        for golden in GOLDEN.glob("*.md")
+        for m in re.findall(r"giving back (\d+)% of the decrease", golden.read_text("utf-8"))
+    ]
+    assert shares, "no golden output quotes the share (the check would test nothing)"
+    assert max(shares) <= 100, shares

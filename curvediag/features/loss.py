@@ -80,6 +80,8 @@ def train_loss(ctx: FeatureContext) -> tuple[np.ndarray, np.ndarray, np.ndarray]
         "loss.rise_from_min": "fractional rise of the tail above the smoothed minimum",
         "loss.progress_lost": "(tail - smoothed minimum) / (head - smoothed minimum): share of "
         "the achieved decrease given back by the end",
+        "loss.share_given_back": "loss.progress_lost capped at 1 (a loss that ended above its "
+        "start gave back all of its decrease), for evidence text",
         "loss.smoothed_min_step": "step of the smoothed minimum",
         "loss.early_rise": "largest fractional rise above the first loss in the early logs",
         "loss.early_rise_z": "that rise in units of the run's noise level (log space)",
@@ -123,6 +125,7 @@ def _loss(ctx: FeatureContext) -> dict[str, Value]:
     else:  # zero or negative losses: relative to the size of the starting loss
         improvement = (head_raw - tail_raw) / abs(head_raw) if head_raw != 0 else 0.0
     quarter_change, quarter_spread_z = _quarter_trend(v)
+    lost = _progress_lost(v, k_head, k, scale.inverse(float(smooth[i_min_s])))
     early_n = int(min(50, max(3, n // 10), n))
     early = t[:early_n]
     i_early = int(np.argmax(early))
@@ -152,7 +155,8 @@ def _loss(ctx: FeatureContext) -> dict[str, Value]:
         "loss.learning_stopped_step": int(s[stop_i]),
         "loss.drop_before_stop": -scale.ratio(float(smooth[stop_i]) - head_t),
         "loss.rise_from_min": scale.ratio(tail_t - float(smooth[i_min_s])),
-        "loss.progress_lost": _progress_lost(v, k_head, k, scale.inverse(float(smooth[i_min_s]))),
+        "loss.progress_lost": lost,
+        "loss.share_given_back": None if lost is None else min(lost, 1.0),
         "loss.smoothed_min_step": int(s[i_min_s]),
         "loss.early_rise": scale.ratio(float(early[i_early] - t[0])),
         "loss.early_rise_z": float(early[i_early] - t[0]) / max(noise, 1e-9),
