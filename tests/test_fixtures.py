@@ -141,9 +141,12 @@ def test_killed_run_is_seen_from_its_logs_not_from_the_checkpoint_alone() -> Non
     assert "healthy-converged" not in alone.finding_ids
     f = next(f for f in alone.findings if f.rule_id == "run-ended-early")
     assert "diagnose the output folder" in f.evidence
-    # the event files and W&B log stop early too: together they show the crash
+    # the event files and W&B log stop early too: together they show the crash, and the W&B
+    # log's exit code names it (the early stop is folded into that finding)
     d = curvediag.diagnose(folder)
-    assert "run-ended-early" in d.finding_ids
+    crash = next(f for f in d.findings if f.rule_id == "run-crashed")
+    assert any(r.startswith("run-ended-early") for r in crash.related)
+    assert "40.0% of the planned training" in crash.evidence
     assert "run-ended-early" in curvediag.diagnose(folder / "runs").finding_ids
 
 

@@ -66,8 +66,11 @@ TUNED = {
     "wbb_alpaca": "loss-drops-at-epoch-boundaries",
     # GRPO: 84 of 100 steps with reward 0 for every completion (frac_reward_zero_std ~1)
     "ts_redteam_rl": "rl-reward-no-signal",
-    # nanoGPT: steps are its `iter`, the plan is its max_iters (2,400 of 600,000)
-    "wbb_nanogpt_druid": "run-ended-early",
+    # nanoGPT: steps are its `iter`, the plan is its max_iters (2,400 of 600,000); its W&B log
+    # records a non-zero exit code, so the crash is the finding and the early stop folds into it
+    "wbb_nanogpt_druid": "run-crashed",
+    # a loop that plans epochs (config epochs: 40) and stopped at epoch 6
+    "wbb_seizure_crossval": "run-ended-early",
 }
 
 

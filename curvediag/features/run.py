@@ -6,6 +6,7 @@ import numpy as np
 
 from curvediag.errors import InsufficientDataError
 from curvediag.features.registry import FeatureContext, Value, feature_group
+from curvediag.model import Run
 
 
 @feature_group(
@@ -77,6 +78,15 @@ def _lr(ctx: FeatureContext) -> dict[str, Value]:
     }
 
 
+def _last_epoch(run: Run) -> float | None:
+    """The highest finite epoch the run logged, or None."""
+    epoch = run.get("train/epoch")
+    if epoch is None or len(epoch) == 0:
+        return None
+    finite = epoch.values[np.isfinite(epoch.values)]
+    return float(finite.max()) if finite.size else None
+
+
 @feature_group(
     "run",
     requires=[],
@@ -84,7 +94,10 @@ def _lr(ctx: FeatureContext) -> dict[str, Value]:
         "run.last_step": "last step logged by any metric",
         "run.first_step": "first step logged by any metric",
         "run.max_steps": "planned number of steps, when known",
-        "run.progress": "last logged step / planned steps, when known",
+        "run.progress": "last logged step / planned steps, when known; else the last logged "
+        "epoch / planned epochs (a loop that plans in epochs: its config's epochs)",
+        "run.last_epoch": "the last logged epoch, when progress is counted in epochs",
+        "run.planned_epochs": "the planned epochs, when progress is counted in epochs",
         "run.finished": "the log ends with the Trainer's final summary",
         "run.warmup_end_step": "end of warmup: from the LR curve, else the configured warmup, "
         "else 0",
@@ -127,8 +140,12 @@ def _run(ctx: FeatureContext) -> dict[str, Value]:
     if mgn is None:
         mgn = meta.max_grad_norm if meta.max_grad_norm and meta.max_grad_norm > 0 else 1.0
     progress = None
+    last_epoch, planned_epochs = None, None
     if meta.max_steps and last is not None:
         progress = last / meta.max_steps
+    elif meta.num_train_epochs and (last_epoch := _last_epoch(run)) is not None:
+        planned_epochs = float(meta.num_train_epochs)
+        progress = last_epoch / planned_epochs
     ev = run.get("eval/loss")
     tl = run.get("train/loss")
     configured: int | None = None
@@ -154,6 +171,8 @@ def _run(ctx: FeatureContext) -> dict[str, Value]:
         ),
         "run.max_steps": meta.max_steps,
         "run.progress": progress,
+        "run.last_epoch": last_epoch if planned_epochs else None,
+        "run.planned_epochs": planned_epochs,
         "run.finished": meta.finished,
         "run.exit_code": meta.exit_code,
         "run.early_stopped": meta.early_stopped,

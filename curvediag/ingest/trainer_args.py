@@ -78,7 +78,8 @@ def apply_trainer_config(
     ``warmup_ratio``, ``learning_rate``, ``lr_scheduler_type``, ``train_batch_size`` (from
     ``per_device_train_batch_size``, else ``train_batch_size``), ``gradient_accumulation_steps``,
     ``logging_steps``, ``eval_steps``, ``save_steps``, ``max_steps`` (the Trainer's -1 means
-    unset), ``num_train_epochs`` and ``logging_nan_inf_filter``; invalid values are ignored.
+    unset), ``num_train_epochs`` (else ``epochs``, ``num_epochs``, ``n_epochs`` or
+    ``max_epochs``) and ``logging_nan_inf_filter``; invalid values are ignored.
     The whole (unwrapped) config is merged into ``meta.hyperparameters``.
 
     Args:
@@ -117,6 +118,9 @@ def apply_trainer_config(
     put("max_steps", _as_int(cfg.get("max_iters"), 1))
     put("world_size", _as_int(cfg.get("world_size"), 1))
     put("num_train_epochs", _as_float(cfg.get("num_train_epochs"), 0.0, strict=True))
+    # ... and the names other training loops give the planned epochs
+    for key in ("epochs", "num_epochs", "n_epochs", "max_epochs"):
+        put("num_train_epochs", _as_float(cfg.get(key), 0.0, strict=True))
     nan_filter = cfg.get("logging_nan_inf_filter")
     put("logging_nan_inf_filter", nan_filter if isinstance(nan_filter, bool) else None)
     for key, value in cfg.items():
