@@ -51,6 +51,7 @@ RULE_CATEGORY: dict[str, str | None] = {
     "eval-too-rare": None,
     "loss-not-decreasing": "not-learning",
     "loss-at-chance-level": "not-learning",
+    "loss-rose-to-chance-level": "not-learning",
     "loss-plateau-after-drop": "plateau",
     "still-improving-at-end": "still-improving",
     "run-ended-early": "ended-early",

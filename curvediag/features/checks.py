@@ -138,6 +138,22 @@ def _zero(ctx: FeatureContext) -> dict[str, Value]:
     }
 
 
+#: Vocabulary sizes of common model families: a language model's loss stuck at ln(V) is a
+#: uniform guess over its vocabulary even when the log does not name V.
+COMMON_VOCABS: dict[int, str] = {
+    30522: "BERT",
+    32000: "LLaMA / Mistral",
+    32768: "Mistral v3",
+    50257: "GPT-2",
+    50265: "RoBERTa / BART",
+    49152: "StarCoder / SmolLM",
+    128256: "Llama 3",
+    151936: "Qwen2",
+    256000: "Gemma",
+}
+_COMMON_VOCAB_TOLERANCE = 0.005
+
+
 @feature_group(
     "chance",
     requires=["train/loss"],
@@ -146,7 +162,8 @@ def _zero(ctx: FeatureContext) -> dict[str, Value]:
         "(K from the run's num_labels / id2label / vocab_size, else 2), or None",
         "chance.level": "ln(K), the cross-entropy of a uniform guess over K classes",
         "chance.distance": "|final loss - ln(K)| / ln(K)",
-        "chance.source": "where K came from: num_labels, id2label, vocab_size or binary",
+        "chance.source": "where K came from: num_labels, id2label, vocab_size, binary, or a "
+        "common vocabulary size (only within 0.5% of its ln, when the run names no vocab_size)",
     },
 )
 def _chance(ctx: FeatureContext) -> dict[str, Value]:
@@ -166,9 +183,13 @@ def _chance(ctx: FeatureContext) -> dict[str, Value]:
     if isinstance(id2label, dict) and len(id2label) >= 2:
         cands.append((len(id2label), "id2label"))
     cands.append((2, "binary"))
+    if "vocab_size" not in hp:
+        cands += [(k, f"the {name} vocabulary size") for k, name in COMMON_VOCABS.items()]
     best: tuple[float, int, str] | None = None
     for k, src in cands:
         d = abs(tail - math.log(k)) / math.log(k)
+        if src.startswith("the ") and d > _COMMON_VOCAB_TOLERANCE:
+            continue  # a guessed vocabulary must match closely: ln(K) is all it has to go on
         if best is None or d < best[0]:
             best = (d, k, src)
     assert best is not None
