@@ -52,6 +52,7 @@ RULE_CATEGORY: dict[str, str | None] = {
     "loss-not-decreasing": "not-learning",
     "loss-at-chance-level": "not-learning",
     "loss-rose-to-chance-level": "not-learning",
+    "eval-far-below-train": "eval-mismatch",
     "loss-plateau-after-drop": "plateau",
     "still-improving-at-end": "still-improving",
     "run-ended-early": "ended-early",
@@ -103,7 +104,9 @@ RULE_CATEGORY: dict[str, str | None] = {
 SYNONYMS: dict[str, set[str]] = {
     "overfitting": {"overfitting", "eval-mismatch"},
     "eval-mismatch": {"eval-mismatch", "overfitting"},
-    "eval-below-train": {"eval-below-train"},
+    # an eval loss labelled "below train" by several x is the vocabulary's "implausibly far from
+    # train" too: a mismatch claim on it is supported
+    "eval-below-train": {"eval-below-train", "eval-mismatch"},
     "not-learning": {"not-learning", "plateau"},
     "plateau": {"plateau", "not-learning"},
     "still-improving": {"still-improving", "ended-early"},
