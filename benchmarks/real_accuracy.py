@@ -53,6 +53,7 @@ RULE_CATEGORY: dict[str, str | None] = {
     "loss-at-chance-level": "not-learning",
     "loss-rose-to-chance-level": "not-learning",
     "eval-far-below-train": "eval-mismatch",
+    "eval-loss-frozen": "not-learning",
     "loss-plateau-after-drop": "plateau",
     "still-improving-at-end": "still-improving",
     "run-ended-early": "ended-early",

@@ -174,6 +174,10 @@ def _eval_trend(v: np.ndarray) -> dict[str, Value]:
         "eval.improvement": "fractional decrease from the first eval loss to the minimum",
         "eval.change": "fractional change from the first to the last eval loss",
         "eval.spread": "(max - min) / |median| of the finite eval losses",
+        "eval.frozen_evals": "how many of the last evaluations gave exactly the last eval loss "
+        "(to 7 significant digits) at different steps: 1 when the last one differs from the one "
+        "before",
+        "eval.frozen_from_step": "step of the first of those identical evaluations",
         "eval.train_change_after_min": "fractional change of the smoothed train loss from the "
         "eval minimum to the end",
         "eval.train_change": "fractional change of the smoothed train loss between the first and "
@@ -218,6 +222,7 @@ def _eval(ctx: FeatureContext) -> dict[str, Value]:
         "eval.improvement": -scale.ratio(float(t[i_min] - t[0])),
         "eval.change": scale.ratio(float(t[-1] - t[0])),
         "eval.spread": float((v.max() - v.min()) / med),
+        **_frozen(s, v),
         "eval.train_change_after_min": None,
         "eval.train_change": None,
         **_eval_trend(v),
@@ -232,6 +237,17 @@ def _eval(ctx: FeatureContext) -> dict[str, Value]:
         if np.isfinite(tr[2]) and np.isfinite(tr[1]) and tr[2] != 0:
             out["eval.train_change"] = float(tr[1] / tr[2] - 1)
     return out
+
+
+def _frozen(s: np.ndarray, v: np.ndarray) -> dict[str, Value]:
+    """The trailing run of evaluations, at distinct steps, equal to the last one to 7
+    significant digits: a model whose weights change never gives the same eval loss twice."""
+    last = float(v[-1])
+    same = np.abs(v - last) <= 1e-7 * max(abs(last), 1e-12)
+    i = v.size - 1
+    while i > 0 and bool(same[i - 1]) and s[i - 1] < s[i]:
+        i -= 1
+    return {"eval.frozen_evals": int(v.size - i), "eval.frozen_from_step": int(s[i])}
 
 
 @feature_group(
