@@ -85,7 +85,8 @@ RULE_CATEGORY: dict[str, str | None] = {
     "grad-norm-vanishing": "not-learning",
     "loss-level-shift-after-resume": "level-shift",
     "loss-level-shift": "level-shift",
-    "early-instability-no-warmup": "spike",
+    # the diagnosis is the learning-rate schedule (no warmup; its fix is warmup), not a spike
+    "early-instability-no-warmup": "lr-problem",
     "loss-noisy": "noisy",
     "lr-schedule-not-applied": "lr-problem",
     "lr-zero-early": "lr-problem",
