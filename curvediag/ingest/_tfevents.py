@@ -40,7 +40,7 @@ import numpy.typing as npt
 
 from curvediag.errors import CurvediagWarning, MalformedRunError
 from curvediag.ingest._progress import tell
-from curvediag.ingest._protowire import Buf, window
+from curvediag.ingest._protowire import B1, F64, I64, U8, U32, U64, Buf, window
 
 if TYPE_CHECKING:
     from tensorboard.compat.proto.event_pb2 import Event
@@ -61,12 +61,6 @@ __all__ = [
     "write_event_file",
 ]
 
-U8 = npt.NDArray[np.uint8]
-I64 = npt.NDArray[np.int64]
-U64 = npt.NDArray[np.uint64]
-U32 = npt.NDArray[np.uint32]
-F64 = npt.NDArray[np.float64]
-B1 = npt.NDArray[np.bool_]
 
 HAVE_CRC32C_PACKAGE: bool = _crc32c_mod is not None
 """Whether the fast ``crc32c`` package is importable (CRCs are checked either way)."""
