@@ -275,45 +275,69 @@ def _log_axis(ax: Axes) -> None:
 
 
 def _loss(ax: Axes, ctx: ReportContext) -> str:
+    all_vals = [v for v in (_plot_train_loss(ax, ctx), _plot_eval_loss(ax, ctx)) if v is not None]
+    _mark_loss_events(ax, ctx)
+    if all_vals and _log_worthy(np.concatenate(all_vals), 20):
+        _log_axis(ax)
+        ax.set_ylabel("loss (log scale)")
+    else:
+        ax.set_ylabel("loss")
+    return f"{ctx.run.name}: train and eval loss"
+
+
+def _plot_train_loss(ax: Axes, ctx: ReportContext) -> np.ndarray | None:
+    """The logged train loss as dots and its rolling median as a line; its finite values."""
     from curvediag.features._stats import rolling_median, smoothing_window
 
-    all_vals: list[np.ndarray] = []
     tl = ctx.train_loss()
-    if tl is not None:
-        steps, values, _ = tl
-        ok = np.isfinite(values)
-        s, v = steps[ok], values[ok]
-        if v.size:
-            all_vals.append(v)
-            ds, dv = thin(s, v)
-            ax.plot(
-                ds,
-                dv,
-                "o",
-                ms=2.5 if v.size < 300 else 1.5,
-                color="C0",
-                alpha=0.35,
-                label="train loss (logged)",
-                zorder=2,
-            )
-            if v.size >= 5:
-                smooth = rolling_median(v, smoothing_window(v.size))
-                ax.plot(*thin(s, smooth), "-", color="C0", label="train loss (smoothed)", zorder=3)
+    if tl is None:
+        return None
+    steps, values, _ = tl
+    ok = np.isfinite(values)
+    s, v = steps[ok], values[ok]
+    if not v.size:
+        return None
+    ds, dv = thin(s, v)
+    ax.plot(
+        ds,
+        dv,
+        "o",
+        ms=2.5 if v.size < 300 else 1.5,
+        color="C0",
+        alpha=0.35,
+        label="train loss (logged)",
+        zorder=2,
+    )
+    if v.size >= 5:
+        smooth = rolling_median(v, smoothing_window(v.size))
+        ax.plot(*thin(s, smooth), "-", color="C0", label="train loss (smoothed)", zorder=3)
+    return v
+
+
+def _plot_eval_loss(ax: Axes, ctx: ReportContext) -> np.ndarray | None:
+    """The eval loss as a line; its finite values."""
     ev = ctx.run.get("eval/loss")
-    if ev is not None:
-        ok = np.isfinite(ev.values)
-        if ok.any():
-            all_vals.append(ev.values[ok])
-            es, evs = thin(ev.steps[ok], ev.values[ok])
-            ax.plot(
-                es,
-                evs,
-                "-o" if evs.size < 300 else "-",
-                ms=3.5,
-                color="C1",
-                label="eval loss",
-                zorder=4,
-            )
+    if ev is None:
+        return None
+    ok = np.isfinite(ev.values)
+    if not ok.any():
+        return None
+    es, evs = thin(ev.steps[ok], ev.values[ok])
+    ax.plot(
+        es,
+        evs,
+        "-o" if evs.size < 300 else "-",
+        ms=3.5,
+        color="C1",
+        label="eval loss",
+        zorder=4,
+    )
+    values: np.ndarray = ev.values[ok]
+    return values
+
+
+def _mark_loss_events(ax: Axes, ctx: ReportContext) -> None:
+    """The best eval loss, the largest spike and the change points."""
     best, best_step = ctx.number("eval.min"), ctx.step("eval.min_step")
     if best is not None and best_step is not None:
         ax.plot(
@@ -350,12 +374,6 @@ def _loss(ax: Axes, ctx: ReportContext) -> str:
             zorder=1,
             label="change points" if i == 0 else None,
         )
-    if all_vals and _log_worthy(np.concatenate(all_vals), 20):
-        _log_axis(ax)
-        ax.set_ylabel("loss (log scale)")
-    else:
-        ax.set_ylabel("loss")
-    return f"{ctx.run.name}: train and eval loss"
 
 
 def _lr(ax: Axes, ctx: ReportContext) -> str:
