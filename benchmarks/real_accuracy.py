@@ -11,8 +11,8 @@ with two baselines run on the same series:
   at least 0.1%), Overfit ((mean eval - mean train) / mean train > 0.1) and ExplodingTensor
   (any NaN/Inf in a logged value).
 
-Scores, per label category and overall, for the ``tune`` half, the ``holdout`` half, the fresh
-``holdout2`` runs (collected after the first round of tuning) and all of them:
+Scores, per label category and overall, for the ``tune`` and ``tune2`` halves, the fresh
+``holdout2`` and ``holdout3`` runs (collected later and never tuned on) and all of them:
 recall (expected problems found), precision (claimed problems that the label supports) and the
 share of healthy runs given a warning or worse. Writes ``benchmarks/results/real_accuracy.md``.
 
@@ -479,7 +479,8 @@ def main(argv: list[str] | None = None) -> int:
         "([protocol](../real_runs/LABELLING.md)). "
         "`tune`: the shared corpus, which the rules may be tuned on; `tune2`: the first "
         "held-out half, measured blind at commit 02bddd5 and tunable since (see "
-        "LABELLING.md); `holdout2`: runs collected and labelled later, never tuned on.",
+        "LABELLING.md); `holdout2`, `holdout3`: runs collected and labelled later, never "
+        "tuned on.",
         "",
         "Recall: labelled problems found (a finding of the label's category or a synonym). "
         "Precision: findings whose category the label supports (`expected` or `acceptable`; "
