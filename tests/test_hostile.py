@@ -669,3 +669,20 @@ def test_batch_over_a_tree_of_every_hostile_input(tmp_path: Path) -> None:
         assert len(list((tree / "reports").iterdir())) == 8
     code, _, err = _cli("batch", *common, "--fail-on", "warning", "-q")
     assert code == 1 and "Traceback" not in err  # the overfit run has a warning
+
+
+def test_lightning_hparams_with_python_tags_are_never_executed(tmp_path: Path) -> None:
+    """A real Lightning hparams.yaml can hold pickled tensors as !!python/object tags; beside a
+    metrics.csv it must never be executed or unpickled, and the run still loads."""
+    marker = tmp_path / "PWNED"
+    (tmp_path / "hparams.yaml").write_text(
+        f'class_weights: !!python/object/apply:os.system ["touch {marker}"]\nlr: 0.0001\n'
+    )
+    rows = ["epoch,step,train_loss,val_loss"] + [
+        f"{i // 10},{i},{2.0 - i * 0.01:.4f}," for i in range(1, 60)
+    ]
+    (tmp_path / "metrics.csv").write_text("\n".join(rows) + "\n")
+    run = curvediag.load_run(tmp_path)
+    assert len(run.metrics["train/loss"]) == 59
+    curvediag.diagnose(run)
+    assert not marker.exists()
