@@ -83,7 +83,7 @@ def test_without_a_declaration_a_finding_contributes_its_first_fix(tmp_path: Pat
     )
     d = curvediag.diagnose(run, rules=rules)
     changes = next_run_changes(d)
-    assert [c.change for c in changes] == ["Keep the best checkpoint."]
+    assert [c.change for c in changes] == ["Keep the best checkpoint"]  # ": why" follows
     assert [e.kind for e in build_timeline(d) if e.rule_id == "eval-worse-than-start"] == [
         "finding"
     ]

@@ -234,6 +234,15 @@ def _ratio(ctx: FeatureContext) -> dict[str, Value]:
     }
 
 
+def _into_range(usual: float, trainer: bool, optim: str) -> float:
+    """A learning rate inside the usual range: a typical fine-tuning value for Adam-family
+    Trainer runs (1e-4 full, 5e-4 adapters or from scratch), a tenth of the range's top for SGD,
+    prompt tuning and other loops."""
+    if trainer and "sgd" not in optim and usual < PROMPT_MAX_LR:
+        return nice(1e-4 if usual <= FULL_FT_MAX_LR else 5e-4)
+    return nice(usual / 10)
+
+
 @feature_group(
     "cfg",
     requires=[],
@@ -309,7 +318,7 @@ def _cfg(ctx: FeatureContext) -> dict[str, Value]:
         else min(nice(lr * 10, above=lr), nice(raise_cap / 2, above=lr)),
         "cfg.lr_into_range": None
         if lr is None or lr <= usual
-        else nice((1e-4 if usual <= FULL_FT_MAX_LR else 5e-4) if trainer else usual / 10),
+        else _into_range(usual, trainer, optim),
     }
     # warmup, in the run's own version's words
     planned = meta.max_steps or ctx.run.last_step

@@ -42,6 +42,8 @@ class Change:
         setting: The setting name, when it is a setting change.
         current: Its value in this run (``None`` when unknown).
         proposed: The value to try.
+        decisive: It takes the place of an earlier change to the same setting (bringing a
+            learning rate into its usual range beats lowering it a few times).
     """
 
     key: str
@@ -51,6 +53,7 @@ class Change:
     setting: str | None = None
     current: Any = None
     proposed: Any = None
+    decisive: bool = False
 
     @property
     def is_setting(self) -> bool:
@@ -223,6 +226,18 @@ def _lr_too_high(
         ]
 
     return handler
+
+
+def _lr_into_range(ctx: ReportContext, f: Finding) -> list[Change | None]:
+    lr, target = _lr(ctx), ctx.number("cfg.lr_into_range")
+    if lr is None or target is None or target >= lr:
+        return []
+    usual, kind = ctx.number("cfg.lr_usual_max"), ctx.feature("cfg.run_kind")
+    why = f"{setting_value(lr)} is far above the usual range"
+    if usual is not None and kind:
+        why += f" (up to {setting_value(usual)} for {kind})"
+    c = _setting("learning_rate", lr, target, why, f.rule_id)
+    return [Change(c.key, c.change, c.why, c.rule_id, c.setting, c.current, c.proposed, True)]
 
 
 def _nan_after_growth(ctx: ReportContext, f: Finding) -> list[Change | None]:
@@ -460,6 +475,7 @@ KINDS: dict[str, Handler] = {
     "shorten-warmup": _warmup_too_long,
     "warmup-end-spike": _spike_at_warmup_end,
     "batch-noise": _batch_noise,
+    "lr-into-range": _lr_into_range,
 }
 
 
@@ -506,20 +522,41 @@ def next_run_changes(diagnosis: Diagnosis | ReportContext) -> list[Change]:
         if handler is not None:
             changes = [c for c in handler(ctx, f) if c is not None and not _no_op(c)]
         elif f.fixes:
-            changes = [_action(f"fix:{f.rule_id}", f.fixes[0], f.title, f.rule_id)]
+            changes = [_first_fix(f)]
         else:
             changes = []
         if other_loop:  # a run another training loop wrote: no TrainingArguments advice
             changes = [c for c in changes if not _trainer_only(c, ctx.run.meta.hyperparameters)]
             if not changes and f.fixes:
-                changes = [_action(f"fix:{f.rule_id}", f.fixes[0], f.title, f.rule_id)]
+                changes = [_first_fix(f)]
         per_finding.append(changes)
     ordered = [c[0] for c in per_finding if c] + [x for c in per_finding for x in c[1:]]
     out: list[Change] = []
-    seen: set[str] = set()
+    where: dict[str, int] = {}
     for c in ordered:
-        if c.key in seen:
+        if c.key in where:
+            i = where[c.key]
+            if c.decisive and not out[i].decisive:
+                # the same setting, a better-founded value: in the earlier place, with the
+                # earlier finding's observation (not its own proposal) and the new reason
+                first = out[i]
+                seen_why = first.why.split(";")[0]
+                out[i] = Change(
+                    c.key,
+                    c.change,
+                    f"{seen_why}; {c.why}",
+                    first.rule_id,
+                    c.setting,
+                    c.current,
+                    c.proposed,
+                    True,
+                )
             continue
-        seen.add(c.key)
+        where[c.key] = len(out)
         out.append(c)
     return out[:MAX_CHANGES]
+
+
+def _first_fix(f: Finding) -> Change:
+    """A finding without a handler: its first fix, as an action (the report adds ": why")."""
+    return _action(f"fix:{f.rule_id}", f.fixes[0].rstrip(". "), f.title, f.rule_id)
