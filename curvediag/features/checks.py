@@ -256,7 +256,8 @@ def _into_range(usual: float, trainer: bool, optim: str) -> float:
         "cfg.lr_over_usual": "cfg.lr / cfg.lr_usual_max",
         "cfg.lr_lower": "a learning rate 10x lower than the current one (rounded)",
         "cfg.lr_lower_mild": "a learning rate 3x lower than the current one (rounded)",
-        "cfg.lr_raise": "a learning rate 10x higher, capped at the usual range; None when the "
+        "cfg.lr_raise": "a learning rate 10x higher, capped at the usual range (at the top of "
+        "full fine-tuning for a Trainer run whose method is unknown); None when the "
         "current one is already at or above it",
         "cfg.lr_into_range": "a learning rate inside the usual range for this kind of run, when "
         "the current one is above it",
@@ -303,6 +304,10 @@ def _cfg(ctx: FeatureContext) -> dict[str, Value]:
     else:  # Adam, method unknown or from scratch: the most any Adam run uses
         usual, kind = SCRATCH_MAX_LR, "training with Adam (from scratch or method unknown)"
     raise_cap = min(usual, SCRATCH_MAX_LR) if trainer and "sgd" not in optim else usual
+    if trainer and adapters is None and "sgd" not in optim:
+        # a Trainer run whose method is unknown is most often a fine-tune of a pretrained
+        # model: never propose more than a full fine-tune uses
+        raise_cap = min(raise_cap, FULL_FT_MAX_LR)
     out: dict[str, Value] = {
         "cfg.transformers_major": major,
         "cfg.lr": lr,

@@ -353,15 +353,17 @@ def _no_warmup(ctx: ReportContext, f: Finding) -> list[Change | None]:
 
 
 def _not_decreasing(ctx: ReportContext, f: Finding) -> list[Change | None]:
-    lr = _lr(ctx)
+    lr, raised = _lr(ctx), ctx.number("cfg.lr_raise")
     imp = ctx.number("loss.improvement")
     out: list[Change | None] = []
-    if lr is not None:
+    # the same target as the rule's fix (cfg.lr_raise: 10x, capped at the usual range); none
+    # when the learning rate is already at the top of it, so the checks below come first
+    if lr is not None and raised is not None and raised > lr:
         out.append(
             _setting(
                 "learning_rate",
                 lr,
-                nice(lr * 10, above=lr),
+                raised,
                 f"the train loss fell only {pct(imp, signed=False)} over the run",
                 f.rule_id,
             )
