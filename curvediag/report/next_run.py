@@ -216,7 +216,9 @@ def _lr_too_high(
 ) -> Callable[[ReportContext, Finding], list[Change | None]]:
     def handler(ctx: ReportContext, f: Finding) -> list[Change | None]:
         lr = _lr(ctx)
-        why = f"{what}; a {factor:g}x lower peak learning rate keeps the updates bounded"
+        # the factor actually proposed: the target is rounded down to a 1-2-5 value
+        shown = lr / nice(lr / factor, below=lr) if lr else factor
+        why = f"{what}; a {shown:.2g}x lower peak learning rate keeps the updates bounded"
         if lr is not None and ctx.number("lr.peak") and ctx.number("lr.peak") != lr:
             why += f" (the run reached {setting_value(ctx.number('lr.peak'))})"
         return [
