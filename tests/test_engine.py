@@ -149,3 +149,11 @@ def test_scale_free_thresholds() -> None:
         d = curvediag.diagnose(make_run({"train/loss": list(shape * scale)}))
         ids.append(d.finding_ids)
     assert ids[0] == ids[1] == ids[2]
+
+
+def test_a_change_too_small_to_show_has_no_sign() -> None:
+    from curvediag.ruleset.engine import render_template
+
+    text = "{a:+.1%} / {b:.1%} / {c:.2f} / {d:+.0%}"
+    values = {"a": -2e-5, "b": -0.5, "c": -0.001, "d": -0.26}
+    assert render_template(text, values) == "+0.0% / -50.0% / 0.00 / -26%"

@@ -55,6 +55,10 @@ def names_trainer_api(fix: str, own: Iterable[str] = ()) -> bool:
     return any(m.group(1) in fields for m in _SETTING.finditer(fix))
 
 
+#: A formatted number that rounds to zero ("-0.0%", "-0", "-0.00").
+_ZERO = re.compile(r"[-+]?0*(?:\.0*)?%?")
+
+
 def render_template(text: str, values: Mapping[str, Any]) -> str:
     """Fill ``{name}`` / ``{name:fmt}`` fields from ``values``; no attribute access, no code.
 
@@ -80,7 +84,10 @@ def render_template(text: str, values: Mapping[str, Any]) -> str:
         if not SAFE_FORMAT_SPEC.match(spec):
             spec = ""  # never reached by a validated rule; a rule built by hand falls back
         try:
-            return format(v, spec)
+            out = format(v, spec)
+            if isinstance(v, float) and v < 0 and _ZERO.fullmatch(out):
+                out = format(-v, spec)  # "-0.0%": a change too small to show has no sign
+            return out
         except (ValueError, TypeError, OverflowError):
             return str(v)
 
