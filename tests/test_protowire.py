@@ -7,36 +7,23 @@ import struct
 
 import numpy as np
 import pytest
+from test_wandb_log import varint as varint_bytes  # the encoder the W&B tests build logs with
 
 from curvediag.ingest import _protowire as pw
-
-
-def _enc_varint(v: int) -> bytes:
-    out = bytearray()
-    v &= (1 << 64) - 1
-    while True:
-        b = v & 0x7F
-        v >>= 7
-        if v:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
 
 VALUES = [0, 1, 127, 128, 300, 16383, 16384, 2**31 - 1, 2**32, 2**63 - 1, 2**64 - 1]
 
 
 @pytest.mark.parametrize("v", VALUES)
 def test_varint_round_trip(v: int) -> None:
-    raw = _enc_varint(v) + b"\xff"
+    raw = varint_bytes(v) + b"\xff"
     value, pos = pw.varint(raw, 0, len(raw))
     assert value == v
     assert pos == len(raw) - 1
 
 
 def test_signed_reads_negative_int64() -> None:
-    raw = _enc_varint(-5)
+    raw = varint_bytes(-5)
     assert len(raw) == 10
     value, _ = pw.varint(raw, 0, len(raw))
     assert pw.signed(value) == -5
@@ -45,17 +32,17 @@ def test_signed_reads_negative_int64() -> None:
 def test_bulk_varint_matches_per_message_decoder() -> None:
     rng = np.random.default_rng(0)
     values = [int(x) for x in rng.integers(0, 2**62, 200)] + VALUES
-    blob = b"".join(_enc_varint(v) for v in values)
+    blob = b"".join(varint_bytes(v) for v in values)
     starts, pos = [], 0
     for v in values:
         starts.append(pos)
-        pos += len(_enc_varint(v))
+        pos += len(varint_bytes(v))
     buf = pw.Buf(np.frombuffer(blob, dtype=np.uint8))
     pos_arr = np.array(starts, dtype=np.int64)
     got, lens, ok = buf.varint(pos_arr, np.full(len(values), len(blob), dtype=np.int64))
     assert ok.all()
     assert [int(x) for x in got] == values
-    assert [int(n) for n in lens] == [len(_enc_varint(v)) for v in values]
+    assert [int(n) for n in lens] == [len(varint_bytes(v)) for v in values]
     # a limit inside a varint marks it not ok instead of reading past it
     cut = np.array([starts[-1]], dtype=np.int64)
     _, _, ok2 = buf.varint(cut, cut + 3)
