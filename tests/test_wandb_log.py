@@ -942,3 +942,32 @@ def test_a_loop_step_counter_logged_on_every_row_is_the_step() -> None:
     ]
     loss = history_to_run(back, source="x", name="x", fmt="wandb-run").get("train/loss")
     assert loss is not None and [int(s) for s in loss.steps] == [0, 1, 2, 3]
+
+
+def test_a_lone_train_loss_is_a_point_and_the_trainer_end_row_is_a_summary() -> None:
+    """A plain loop that logged one epoch (``train_loss`` once, beside its other metrics) keeps
+    that point; the Trainer's end-of-run row (``train_loss`` beside ``train_runtime``,
+    ``total_flos``...) goes to the summary, not into the loss curve."""
+    from curvediag.ingest.wandb_run import history_to_run
+
+    one_epoch: list[dict[str, object]] = [
+        {"_step": 0, "epoch": 1, "train_loss": 3.26, "train_acc": 31.2, "val_loss": 2.03}
+    ]
+    run = history_to_run(one_epoch, source="x", name="x", fmt="wandb-run")
+    loss = run.get("train/loss")
+    assert loss is not None and list(loss.values) == [3.26]
+    hf: list[dict[str, object]] = [
+        {"_step": i, "train/global_step": 10 * i, "train/loss": 2.0 - 0.1 * i} for i in range(1, 6)
+    ] + [
+        {
+            "_step": 6,
+            "train/global_step": 50,
+            "train/train_loss": 1.75,
+            "train/train_runtime": 12.0,
+            "train/total_flos": 1e12,
+        }
+    ]
+    run = history_to_run(hf, source="x", name="x", fmt="wandb-run")
+    loss = run.get("train/loss")
+    assert loss is not None and len(loss) == 5 and 1.75 not in list(loss.values)
+    assert run.meta.summary["train_loss"] == 1.75

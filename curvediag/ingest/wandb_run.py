@@ -103,6 +103,26 @@ def _loop_step_key(rows: list[dict[str, Any]]) -> str:
     return "_step"
 
 
+def _end_of_run_keys(rows: list[dict[str, object]]) -> set[str]:
+    """The keys of the Trainer's end-of-run row (its average ``train_loss`` beside
+    ``train_runtime``, ``total_flos``...), logged once. A key logged on many rows is a curve,
+    and so is a lone ``train_loss`` without the others: a plain loop that logged one epoch."""
+    seen: dict[str, int] = defaultdict(int)
+    for row in rows:
+        for key in row:
+            if key.removeprefix("train/") in _SUMMARY_KEYS:
+                seen[key] += 1
+    out: set[str] = set()
+    for row in rows:
+        names = [k for k in row if k.removeprefix("train/") in _SUMMARY_KEYS and seen[k] <= 1]
+        # train_runtime, total_flos... are never curves; train_loss is one unless the others
+        # stand beside it
+        alone = len(names) == 1 and names[0].removeprefix("train/") == "train_loss"
+        if not alone:
+            out.update(names)
+    return out
+
+
 def history_to_run(
     rows: list[dict[str, object]],
     *,
@@ -123,14 +143,7 @@ def history_to_run(
     )
     pts: dict[str, tuple[list[int], list[float], list[float]]] = defaultdict(lambda: ([], [], []))
     meta = meta or RunMeta()
-    # An end-of-run key (the Trainer's average ``train_loss``) is logged once; a key logged on
-    # many rows is a curve (plain training loops log their per-step loss as ``train_loss``).
-    seen: dict[str, int] = defaultdict(int)
-    for row in rows:
-        for key in row:
-            if key.removeprefix("train/") in _SUMMARY_KEYS:
-                seen[key] += 1
-    end_keys = {k for k, n in seen.items() if n <= 1}
+    end_keys = _end_of_run_keys(rows)
     for i, row in enumerate(rows):
         step_v = as_float(row.get(step_key))
         if step_v is None:

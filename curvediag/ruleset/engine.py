@@ -252,20 +252,32 @@ def inconclusive_reason(run: Run, min_points: int) -> str | None:
     if series is None or len(series) == 0:
         evals = run.get("eval/loss")
         if evals is None or len(evals) == 0:
-            return "no train or eval loss was logged: nothing to judge"
+            return "no train or eval loss was logged: nothing to judge" + _stop_facts(run)
         # the rules judge the train loss (and eval against it): an eval curve alone is not
         # enough to call the run healthy
         return (
             f"no train loss was logged, only {len(evals)} eval loss point"
-            f"{'s' if len(evals) != 1 else ''}: the rules judge the train loss"
+            f"{'s' if len(evals) != 1 else ''}: the rules judge the train loss" + _stop_facts(run)
         )
     n = len(series)
     if n < min_points:
         return (
             f"{n} {series.name} point{'s' if n != 1 else ''}: too few to judge trends "
-            f"(curvediag needs {min_points})"
+            f"(curvediag needs {min_points})" + _stop_facts(run)
         )
     return None
+
+
+def _stop_facts(run: Run) -> str:
+    """What the log says of how the run ended, for a run too short to judge: its curves say
+    nothing, but a crash or an early stop is still worth knowing."""
+    meta, last = run.meta, run.last_step
+    facts = []
+    if meta.exit_code not in (None, 0) and meta.finished is not True:
+        facts.append(f"the training process exited with code {meta.exit_code}")
+    if meta.max_steps and last is not None and last < meta.max_steps and meta.finished is not True:
+        facts.append(f"the logs stop at step {last} of {meta.max_steps} planned")
+    return "; " + " and ".join(facts) if facts else ""
 
 
 def run_rules(run: Run, ruleset: RuleSet, features: FeatureSet | None = None) -> Diagnosis:
