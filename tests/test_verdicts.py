@@ -101,6 +101,25 @@ def test_three_points_are_too_few_to_judge(tmp_path: Path) -> None:
     assert d.to_dict()["verdict"] == "inconclusive"
 
 
+def test_too_short_to_judge_still_says_how_the_run_ended() -> None:
+    from curvediag.model import Run, RunMeta, Series
+
+    run = Run(
+        source="x",
+        format="wandb-run",
+        name="x",
+        meta=RunMeta(exit_code=255, max_steps=1000),
+        metrics={"eval/loss": Series(name="eval/loss", steps=[40], values=[2.03])},
+    )
+    d = curvediag.diagnose(run)
+    assert d.verdict == "inconclusive"
+    reason = d.inconclusive_reason or ""
+    assert "exited with code 255" in reason and "of 1000 planned" in reason
+    # a clean, finished short run says nothing more
+    quiet = run.model_copy(update={"meta": RunMeta(exit_code=0, finished=True)})
+    assert "exited" not in (curvediag.diagnose(quiet).inconclusive_reason or "")
+
+
 def test_nan_after_a_few_points_is_critical_not_missing(tmp_path: Path) -> None:
     d = curvediag.diagnose(_state(tmp_path, [2.3, 2.1, 1.9, 1.8] + [math.nan] * 6))
     assert d.verdict == "critical"
