@@ -325,7 +325,21 @@ def _cfg(ctx: FeatureContext) -> dict[str, Value]:
         if lr is None or lr <= usual
         else _into_range(usual, trainer, optim),
     }
-    # warmup, in the run's own version's words
+    out.update(_warmup_args(ctx, major))
+    mgn = meta.max_grad_norm
+    out["cfg.max_grad_norm"] = mgn
+    out["cfg.clip_on_arg"] = "max_grad_norm=1.0" if mgn is not None and mgn <= 0 else None
+    out["cfg.length_grouping_arg"] = (
+        'train_sampling_strategy="group_by_length"' if major >= 5 else "group_by_length=True"
+    )
+    out["cfg.trainer_run"] = _trainer_run(ctx)
+    return out
+
+
+def _warmup_args(ctx: FeatureContext, major: int) -> dict[str, Value]:
+    """The run's warmup and the arguments that change it, in its transformers version's words
+    (5.x folds warmup_ratio into warmup_steps: a value below 1 is a ratio)."""
+    meta = ctx.run.meta
     planned = meta.max_steps or ctx.run.last_step
     share: float | None = None
     now: str | None = None
@@ -342,17 +356,11 @@ def _cfg(ctx: FeatureContext) -> dict[str, Value]:
     elif meta.warmup_steps == 0 or _maybe(ctx, "lr.has_warmup") is False:
         share, now = 0.0, "no warmup"
     want = "warmup_steps=0.1" if major >= 5 else "warmup_ratio=0.1"
-    out["cfg.warmup_arg"] = None if share is not None and share >= 0.1 else want
-    out["cfg.warmup_now"] = now or "the current warmup"
-    out["cfg.warmup_short_arg"] = "warmup_steps=0.05" if major >= 5 else "warmup_ratio=0.05"
-    mgn = meta.max_grad_norm
-    out["cfg.max_grad_norm"] = mgn
-    out["cfg.clip_on_arg"] = "max_grad_norm=1.0" if mgn is not None and mgn <= 0 else None
-    out["cfg.length_grouping_arg"] = (
-        'train_sampling_strategy="group_by_length"' if major >= 5 else "group_by_length=True"
-    )
-    out["cfg.trainer_run"] = _trainer_run(ctx)
-    return out
+    return {
+        "cfg.warmup_arg": None if share is not None and share >= 0.1 else want,
+        "cfg.warmup_now": now or "the current warmup",
+        "cfg.warmup_short_arg": "warmup_steps=0.05" if major >= 5 else "warmup_ratio=0.05",
+    }
 
 
 #: config keys that only plain training loops (nanoGPT and its descendants) write
