@@ -184,6 +184,25 @@ def diagnosis_row(path: str, d: Diagnosis) -> Row:
     )
 
 
+def _stats_notes(stats: BatchStats) -> list[str]:
+    """What the batch left out and how long it took, for the summary's first paragraph."""
+    notes = []
+    if stats.below_min_steps:
+        notes.append(f"{stats.below_min_steps} run(s) below --min-steps left out")
+    if stats.filtered:
+        notes.append(f"{stats.filtered} path(s) left out by --include/--exclude")
+    if stats.not_logs:
+        notes.append(f"{stats.not_logs} CSV/JSON file(s) that are not training logs skipped")
+    if stats.duplicates:
+        notes.append(f"{stats.duplicates} symbolic link(s) to runs already read skipped")
+    if stats.seconds:
+        rate = stats.rows / stats.seconds if stats.seconds else 0.0
+        notes.append(
+            f"{stats.seconds:.1f} s with {stats.jobs} job(s) ({stats.engine}), {rate:.1f} runs/s"
+        )
+    return notes
+
+
 def _finding_ids(row: Mapping[str, Any]) -> list[str]:
     text = row.get("findings") or ""
     return [f for f in str(text).split(";") if f]
@@ -413,33 +432,15 @@ class MarkdownSummary(TableWriter):
 
     def render(self, stats: BatchStats | None = None) -> str:
         self._trim()
-        diagnosed = self.rows - self.error_count
         out = ["# curvediag batch summary", ""]
         parts = [f"{self.rows} run(s)"]
         for v in ("critical", "warning", "inconclusive", "healthy", "error"):
             parts.append(f"{self.verdicts.get(v, 0)} {v}")
         out.append(", ".join(parts[:1]) + ": " + ", ".join(parts[1:]) + ".")
-        if stats is not None:
-            notes = []
-            if stats.below_min_steps:
-                notes.append(f"{stats.below_min_steps} run(s) below --min-steps left out")
-            if stats.filtered:
-                notes.append(f"{stats.filtered} path(s) left out by --include/--exclude")
-            if stats.not_logs:
-                notes.append(
-                    f"{stats.not_logs} CSV/JSON file(s) that are not training logs skipped"
-                )
-            if stats.duplicates:
-                notes.append(f"{stats.duplicates} symbolic link(s) to runs already read skipped")
-            if stats.seconds:
-                rate = stats.rows / stats.seconds if stats.seconds else 0.0
-                notes.append(
-                    f"{stats.seconds:.1f} s with {stats.jobs} job(s) ({stats.engine}), "
-                    f"{rate:.1f} runs/s"
-                )
-            if notes:
-                text = "; ".join(notes)
-                out += ["", text[:1].upper() + text[1:] + "."]
+        notes = _stats_notes(stats) if stats is not None else []
+        if notes:
+            text = "; ".join(notes)
+            out += ["", text[:1].upper() + text[1:] + "."]
         out += ["", "## Verdicts", "", "| verdict | runs | share |", "|---|---:|---:|"]
         for v in ("critical", "warning", "inconclusive", "healthy", "error"):
             n = self.verdicts.get(v, 0)
@@ -450,45 +451,52 @@ class MarkdownSummary(TableWriter):
         for sev in _SEVERITIES:
             n_found, n_runs = self.severity_findings.get(sev, 0), self.severity_runs.get(sev, 0)
             out.append(f"| {sev} | {n_found} | {n_runs} |")
-        out += ["", "## Findings", ""]
-        if self.findings:
-            out += [
-                "| finding | severity | runs | share of diagnosed runs |",
-                "|---|---|---:|---:|",
-            ]
-            rank = {"critical": 0, "warning": 1, "info": 2}
-            order = sorted(
-                self.findings.items(),
-                key=lambda kv: (rank.get(self._severity_of.get(kv[0], ""), 3), -kv[1], kv[0]),
-            )
-            for fid, n in order:
-                share = 100.0 * n / diagnosed if diagnosed else 0.0
-                sev = self._severity_of.get(fid, "")
-                out.append(f"| {_md(fid)} | {sev} | {n} | {share:.1f}% |")
-        else:
-            out.append("No rule fired.")
-        out += ["", "## Worst runs", ""]
-        if self._worst:
-            out += [
-                "| run | verdict | top finding | findings | steps | path |",
-                "|---|---|---|---|---:|---|",
-            ]
-            for _, _, r in self._worst:
-                out.append(
-                    f"| {_md(r.get('run_name'))} | {r.get('verdict')} | "
-                    f"{_md(r.get('top_finding'))} | {_md(', '.join(_finding_ids(r)))} | "
-                    f"{_fmt(r.get('steps'))} | {_md(r.get('path'))} |"
-                )
-        else:
-            out.append("No run has a warning or a critical finding.")
-        if self.error_count:
-            out += ["", "## Errors", "", "| path | error |", "|---|---|"]
-            for r in self._errors:
-                out.append(f"| {_md(r.get('path'))} | {_md(r.get('error'))} |")
-            more = self.error_count - len(self._errors)
-            if more > 0:
-                out += ["", f"... and {more} more (the table's `error` column has them all)."]
+        out += self._findings_section() + self._worst_section() + self._errors_section()
         return "\n".join(out) + "\n"
+
+    def _findings_section(self) -> list[str]:
+        out = ["", "## Findings", ""]
+        if not self.findings:
+            return [*out, "No rule fired."]
+        diagnosed = self.rows - self.error_count
+        out += ["| finding | severity | runs | share of diagnosed runs |", "|---|---|---:|---:|"]
+        rank = {"critical": 0, "warning": 1, "info": 2}
+        order = sorted(
+            self.findings.items(),
+            key=lambda kv: (rank.get(self._severity_of.get(kv[0], ""), 3), -kv[1], kv[0]),
+        )
+        for fid, n in order:
+            share = 100.0 * n / diagnosed if diagnosed else 0.0
+            sev = self._severity_of.get(fid, "")
+            out.append(f"| {_md(fid)} | {sev} | {n} | {share:.1f}% |")
+        return out
+
+    def _worst_section(self) -> list[str]:
+        out = ["", "## Worst runs", ""]
+        if not self._worst:
+            return [*out, "No run has a warning or a critical finding."]
+        out += [
+            "| run | verdict | top finding | findings | steps | path |",
+            "|---|---|---|---|---:|---|",
+        ]
+        for _, _, r in self._worst:
+            out.append(
+                f"| {_md(r.get('run_name'))} | {r.get('verdict')} | "
+                f"{_md(r.get('top_finding'))} | {_md(', '.join(_finding_ids(r)))} | "
+                f"{_fmt(r.get('steps'))} | {_md(r.get('path'))} |"
+            )
+        return out
+
+    def _errors_section(self) -> list[str]:
+        if not self.error_count:
+            return []
+        out = ["", "## Errors", "", "| path | error |", "|---|---|"]
+        for r in self._errors:
+            out.append(f"| {_md(r.get('path'))} | {_md(r.get('error'))} |")
+        more = self.error_count - len(self._errors)
+        if more > 0:
+            out += ["", f"... and {more} more (the table's `error` column has them all)."]
+        return out
 
     def close(self, stats: BatchStats | None = None) -> None:
         text = self.render(stats)
