@@ -17,6 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
+from curvediag.escape import terminal
+
 __all__ = ["Line", "Progress", "ReadBar", "Stages"]
 
 
@@ -230,7 +232,8 @@ class ReadBar:
         self.draw(self.text(path, phase, done, total, now))
 
     def text(self, path: str, phase: str, done: int, total: int, now: float) -> str:
-        name = Path(path).name or path
+        # a file name is the user's text: control characters never reach the terminal raw
+        name = terminal(Path(path).name or path)
         if phase == "parsing":
             took = _duration(now - self._phase_start[0])
             return f"parsing {name} ({_size(total)}), {took}"

@@ -146,3 +146,11 @@ def test_report_shows_the_bar_inside_its_reading_stage(
     monkeypatch.setattr(sys, "stderr", tty)
     assert main(["report", str(event_file), "-o", str(tmp_path / "r"), "--no-plots"]) == 0
     assert "0/3 reading: decoding events.out.tfevents.1700000000.host [" in tty.getvalue()
+
+
+def test_read_bar_escapes_the_file_name() -> None:
+    drawn: list[str] = []
+    bar = progress.ReadBar(drawn.append, delay=0.0, clock=_Clock())
+    bar("/runs/evil\x1b[31mred/events.out.tfevents.1", "decoding", 1, 2)
+    bar("/runs/\x1b]0;title\x07.tfevents", "decoding", 2, 2)
+    assert drawn and all("\x1b" not in text and "\x07" not in text for text in drawn)
