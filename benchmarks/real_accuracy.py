@@ -54,6 +54,7 @@ RULE_CATEGORY: dict[str, str | None] = {
     "loss-rose-to-chance-level": "not-learning",
     "eval-far-below-train": "eval-mismatch",
     "eval-loss-frozen": "not-learning",
+    "eval-loss-not-decreasing": "not-learning",
     "loss-plateau-after-drop": "plateau",
     "still-improving-at-end": "still-improving",
     "run-ended-early": "ended-early",
