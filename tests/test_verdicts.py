@@ -310,11 +310,16 @@ def test_an_eval_curve_alone_is_inconclusive_not_healthy() -> None:
     # a TensorBoard CSV export of the validation loss only: 100 evaluations, no train loss
     from curvediag.testing.synth import make_run
 
-    run = make_run({"eval/loss": {"gen": "decay", "n": 100, "start": 511.0, "end": 501.6}})
+    run = make_run({"eval/loss": {"gen": "decay", "n": 100, "start": 2.0, "end": 1.2}})
     d = curvediag.diagnose(run)
     assert d.verdict == "inconclusive"
     assert d.inconclusive_reason is not None
     assert "no train loss was logged, only 100 eval loss points" in d.inconclusive_reason
+    # ... unless the eval curve alone shows a problem: flat over 100 evaluations (511 -> 501.6)
+    flat = make_run({"eval/loss": {"gen": "decay", "n": 100, "start": 511.0, "end": 501.6}})
+    d = curvediag.diagnose(flat)
+    assert d.verdict == "warning" and d.finding_ids == ["eval-loss-not-decreasing"]
+    assert d.inconclusive_reason is not None  # still said: the train loss was not logged
 
 
 def test_a_slow_creep_under_eval_noise_is_still_improving_but_a_levelling_curve_is_not() -> None:
