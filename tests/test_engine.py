@@ -157,3 +157,19 @@ def test_a_change_too_small_to_show_has_no_sign() -> None:
     text = "{a:+.1%} / {b:.1%} / {c:.2f} / {d:+.0%}"
     values = {"a": -2e-5, "b": -0.5, "c": -0.001, "d": -0.26}
     assert render_template(text, values) == "+0.0% / -50.0% / 0.00 / -26%"
+
+
+def test_a_skip_reason_is_said_once_for_all_the_features_that_need_it() -> None:
+    from curvediag.ruleset.engine import _merge_reasons
+
+    reasons = [
+        "score.n: the run logged no eval score",
+        "score.best: the run logged no eval score",
+        "memory.growth: the run logged no memory usage",
+        "score.n: the run logged no eval score",
+        "the run did not log train/grad_norm",
+    ]
+    assert _merge_reasons(reasons) == (
+        "score.n, score.best: the run logged no eval score; "
+        "memory.growth: the run logged no memory usage; the run did not log train/grad_norm"
+    )

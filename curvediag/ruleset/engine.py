@@ -123,6 +123,21 @@ def _values_for(
     return values
 
 
+def _merge_reasons(reasons: list[str]) -> str:
+    """One line per distinct reason: ``a, b: the run logged no eval score`` rather than the same
+    explanation after every feature that needs it."""
+    by_reason: dict[str, list[str]] = {}
+    for r in dict.fromkeys(reasons):
+        name, sep, why = r.partition(": ")
+        if sep and name and " " not in name:
+            by_reason.setdefault(why, []).append(name)
+        else:
+            by_reason.setdefault(r, [])
+    return "; ".join(
+        f"{', '.join(names)}: {why}" if names else why for why, names in by_reason.items()
+    )
+
+
 def _evaluate_one(
     rule: Rule, run: Run, features: FeatureSet, params: Mapping[str, Any]
 ) -> Evaluation:
@@ -140,7 +155,7 @@ def _evaluate_one(
             )
     out = evaluate(rule.when, features, params)
     if out.value is None:
-        reasons = "; ".join(dict.fromkeys(out.reasons)) or "a feature was unavailable"
+        reasons = _merge_reasons(out.reasons) or "a feature was unavailable"
         return Evaluation(rule, "skipped", reasons)
     if not out.value:
         return Evaluation(rule, "silent")
