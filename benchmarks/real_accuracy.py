@@ -11,17 +11,19 @@ with two baselines run on the same series:
   at least 0.1%), Overfit ((mean eval - mean train) / mean train > 0.1) and ExplodingTensor
   (any NaN/Inf in a logged value).
 
-Scores, per label category and overall, for the ``tune`` and ``tune2`` halves, the fresh
-``holdout2`` and ``holdout3`` runs (collected later and never tuned on) and all of them:
+Scores, per label category and overall, for each split (``tune``, ``tune2``, ``tune3``: runs the
+rules may be tuned on; ``holdout4``: runs collected later and never tuned on), the tunable and
+held-out halves, and all of them:
 recall (expected problems found), precision (claimed problems that the label supports) and the
 share of healthy runs given a warning or worse. Writes ``benchmarks/results/real_accuracy.md``.
 
 Usage::
 
-    python benchmarks/real_accuracy.py [-o FILE] [--details] [--show-holdout]
+    python benchmarks/real_accuracy.py [-o FILE] [--details] [--show-holdout | --tuning]
 
-The list of disagreements shows tune runs only unless ``--show-holdout`` is given: whoever tunes
-the rules must not read how the held-out runs went.
+The list of disagreements shows tunable runs only unless ``--show-holdout`` is given: whoever
+tunes the rules must not read how the held-out runs went, and tunes with ``--tuning``, which
+leaves the held-out runs out of the run entirely (not even their totals are printed).
 """
 
 from __future__ import annotations
@@ -430,10 +432,20 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="also list the held-out runs where curvediag disagrees (never while tuning)",
     )
+    ap.add_argument(
+        "--tuning",
+        action="store_true",
+        help="leave the held-out runs out entirely (no rows, no totals): use this while tuning",
+    )
     args = ap.parse_args(argv)
+    if args.tuning and args.show_holdout:
+        ap.error("--tuning and --show-holdout contradict each other")
 
     t0 = time.perf_counter()
     cases, notes = load_cases()
+    if args.tuning:
+        # while tuning, the held-out runs are not diagnosed at all: not even their totals show
+        cases = [c for c in cases if not c.split.startswith("holdout")]
     rules = curvediag.load_rules()
     diag: dict[int, Diagnosis] = {}
     for i, c in enumerate(cases):
@@ -459,14 +471,14 @@ def main(argv: list[str] | None = None) -> int:
         ("hand-written alerts", hand),
         ("SageMaker Debugger defaults", smd),
     ]
-    halves = {
-        "tune": [c for c in cases if c.split == "tune"],
-        "tune2": [c for c in cases if c.split == "tune2"],
-        "holdout": [c for c in cases if c.split == "holdout"],
-        "holdout2": [c for c in cases if c.split == "holdout2"],
-        "holdout3": [c for c in cases if c.split == "holdout3"],
-        "all": cases,
-    }
+    splits = sorted({c.split for c in cases}, key=lambda s: (s.startswith("holdout"), s))
+    halves = {s: [c for c in cases if c.split == s] for s in splits}
+    tunable_cases = [c for c in cases if not c.split.startswith("holdout")]
+    held_out = [c for c in cases if c.split.startswith("holdout")]
+    if held_out:
+        halves["all tunable"] = tunable_cases
+        halves["all held out"] = held_out
+    halves["all"] = cases
     halves = {k: v for k, v in halves.items() if v}
     scored = [c for c in cases if c.label.status != "ambiguous"]
     lines = [
@@ -479,9 +491,10 @@ def main(argv: list[str] | None = None) -> int:
         "labelled from their plots before curvediag was run on them "
         "([protocol](../real_runs/LABELLING.md)). "
         "`tune`: the shared corpus, which the rules may be tuned on; `tune2`: the first "
-        "held-out half, measured blind at commit 02bddd5 and tunable since (see "
-        "LABELLING.md); `holdout2`, `holdout3`: runs collected and labelled later, never "
-        "tuned on.",
+        "held-out half, measured blind at commit 02bddd5 and tunable since; `tune3`: the "
+        "second and third held-out sets (`holdout2`, `holdout3`), measured blind in the third "
+        "and fourth sessions and tunable since; `holdout4`: runs collected and labelled in the "
+        "fifth session, never tuned on (see LABELLING.md for every blind measurement).",
         "",
         "Recall: labelled problems found (a finding of the label's category or a synonym). "
         "Precision: findings whose category the label supports (`expected` or `acceptable`; "
