@@ -59,6 +59,7 @@ RULE_CATEGORY: dict[str, str | None] = {
     "eval-loss-not-decreasing": "not-learning",
     "loss-plateau-after-drop": "plateau",
     "still-improving-at-end": "still-improving",
+    "eval-still-improving-at-end": "still-improving",
     "run-ended-early": "ended-early",
     "run-crashed": "ended-early",
     "stopped-by-early-stopping": "ended-early",
@@ -445,7 +446,9 @@ def main(argv: list[str] | None = None) -> int:
     cases, notes = load_cases()
     if args.tuning:
         # while tuning, the held-out runs are not diagnosed at all: not even their totals show
+        hidden_ids = {c.id for c in cases if c.split.startswith("holdout")}
         cases = [c for c in cases if not c.split.startswith("holdout")]
+        notes = [n for n in notes if n.split(":", 1)[0].split(" / ")[0] not in hidden_ids]
     rules = curvediag.load_rules()
     diag: dict[int, Diagnosis] = {}
     for i, c in enumerate(cases):
