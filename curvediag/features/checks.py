@@ -393,6 +393,8 @@ def _trainer_run(ctx: FeatureContext) -> bool | None:
         "gburst.first_step": "step of the first burst",
         "gburst.spread": "fraction of the post-warmup logs between the first and the last burst",
         "gburst.median": "post-warmup median grad norm",
+        "gburst.share": "fraction of the post-warmup logs that are part of a burst (5x the "
+        "median or more)",
     },
 )
 def _gburst(ctx: FeatureContext) -> dict[str, Value]:
@@ -413,4 +415,5 @@ def _gburst(ctx: FeatureContext) -> dict[str, Value]:
         "gburst.first_step": int(s[starts[0]]) if starts.size else None,
         "gburst.spread": float((idx[-1] - idx[0]) / g.size) if idx.size else 0.0,
         "gburst.median": med,
+        "gburst.share": float(idx.size / g.size),
     }
