@@ -166,12 +166,15 @@ def _label(raw: dict[str, Any], where: str) -> Label:
     return Label(status, bool(raw.get("healthy", False)), expected, acceptable)
 
 
-def load_cases(root: Path = RUNS) -> tuple[list[Case], list[str]]:
-    """Every labelled run under ``root``, loaded; plus the folders that failed to load."""
+def load_cases(root: Path = RUNS, held_out: bool = True) -> tuple[list[Case], list[str]]:
+    """Every labelled run under ``root``, loaded; plus the folders that failed to load.
+    ``held_out=False`` leaves the held-out folders unread (tuning)."""
     cases: list[Case] = []
     notes: list[str] = []
     for lf in sorted(root.glob("*/label.yaml")):
         meta = yaml.safe_load(lf.read_text(encoding="utf-8"))
+        if not held_out and str(meta.get("split", "")).startswith("holdout"):
+            continue
         folder = lf.parent
         target = folder / str(meta.get("load") or ".")
         project = str((meta.get("source") or {}).get("project") or folder.name)
@@ -443,12 +446,8 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--tuning and --show-holdout contradict each other")
 
     t0 = time.perf_counter()
-    cases, notes = load_cases()
-    if args.tuning:
-        # while tuning, the held-out runs are not diagnosed at all: not even their totals show
-        hidden_ids = {c.id for c in cases if c.split.startswith("holdout")}
-        cases = [c for c in cases if not c.split.startswith("holdout")]
-        notes = [n for n in notes if n.split(":", 1)[0].split(" / ")[0] not in hidden_ids]
+    # while tuning, the held-out runs are not even read: not their totals, not their load notes
+    cases, notes = load_cases(held_out=not args.tuning)
     rules = curvediag.load_rules()
     diag: dict[int, Diagnosis] = {}
     for i, c in enumerate(cases):
