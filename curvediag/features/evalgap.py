@@ -184,8 +184,6 @@ def _eval_trend(v: np.ndarray) -> dict[str, Value]:
         "the last evaluation",
         "eval.late_drop": "fractional fall of the eval loss over its last evaluations (the last "
         "two gaps; negative when it rose)",
-        "eval.new_best_streak": "how many of the last evaluations each set a new lowest eval "
-        "loss (0 when the last one did not)",
         "eval.projected_gain": "how much further the eval loss would fall, as a fraction of the "
         "last eval loss: from 16 evaluations on, over another quarter at the pace of its last "
         "quarter when that trend is clear of the noise and not levelling off; else if its "
@@ -225,7 +223,6 @@ def _eval(ctx: FeatureContext) -> dict[str, Value]:
         "eval.change": scale.ratio(float(t[-1] - t[0])),
         "eval.spread": float((v.max() - v.min()) / med),
         **_frozen(s, v),
-        "eval.new_best_streak": _new_best_streak(v),
         "eval.train_change_after_min": None,
         "eval.train_change": None,
         **_eval_trend(v),
@@ -240,18 +237,6 @@ def _eval(ctx: FeatureContext) -> dict[str, Value]:
         if np.isfinite(tr[2]) and np.isfinite(tr[1]) and tr[2] != 0:
             out["eval.train_change"] = float(tr[1] / tr[2] - 1)
     return out
-
-
-def _new_best_streak(v: np.ndarray) -> int:
-    """Trailing evaluations that each went below every evaluation before them."""
-    prior_min = np.minimum.accumulate(np.concatenate([[np.inf], v[:-1]]))
-    better = v < prior_min
-    streak = 0
-    for b in better[::-1]:
-        if not b:
-            break
-        streak += 1
-    return min(streak, int(v.size) - 1)
 
 
 def _frozen(s: np.ndarray, v: np.ndarray) -> dict[str, Value]:
