@@ -21,7 +21,7 @@ from curvediag.errors import (
     MissingDependencyError,
     UnrecognizedFormatError,
 )
-from curvediag.ingest import csv_logs, tables, wandb_tables
+from curvediag.ingest import csv_logs, load_runs, tables, wandb_tables
 from curvediag.ingest.trainer_args import apply_trainer_config
 from curvediag.ingest.wandb_tables import split_header
 from curvediag.model import Run, RunMeta
@@ -445,6 +445,24 @@ def test_plain_jsonl_and_csv() -> None:
     (c,) = tables.read_all(DATA / "plain_epoch.csv")
     assert c.format == "csv" and set(c.metrics) == {"train/loss", "eval/loss", "train/accuracy"}
     assert any("'epoch' column" in w for w in c.warnings)
+
+
+def test_keras_csvlogger_default_training_log_is_read(tmp_path: Path) -> None:
+    # Keras' CSVLogger writes a CSV named training.log by default (as in real repositories)
+    log = tmp_path / "training.log"
+    log.write_text(
+        "epoch,acc,loss,val_acc,val_loss\n0,0.92,0.291,0.95,0.20\n1,0.97,0.125,0.96,0.15\n"
+        "2,0.98,0.090,0.97,0.13\n",
+        encoding="utf-8",
+    )
+    (run,) = load_runs(log)
+    assert run.format == "csv"
+    assert run.metrics["train/loss"].values.tolist() == [0.291, 0.125, 0.09]
+    assert run.metrics["eval/loss"].values.tolist() == [0.2, 0.15, 0.13]
+    # a .log that is not a CSV log (a console log) is not taken for one
+    text = tmp_path / "train.log"
+    text.write_text("Epoch 1/3\nloss: 0.29 - acc: 0.92\n", encoding="utf-8")
+    assert not csv_logs.sniff_plain_csv(text)
 
 
 def test_read_of_a_multi_run_file_returns_the_first_with_a_warning() -> None:

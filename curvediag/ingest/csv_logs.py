@@ -226,8 +226,20 @@ def read_tensorboard_csv(path: Path, *, aliases: dict[str, str] | None = None) -
 # Plain CSV / JSON Lines
 # --------------------------------------------------------------------------------------------
 def sniff_plain_csv(path: Path) -> bool:
-    """Any ``.csv``/``.tsv`` file (the reader says what is wrong when it is not a log)."""
-    return path.is_file() and path.suffix.lower() in _CSV_SUFFIXES
+    """Any ``.csv``/``.tsv`` file (the reader says what is wrong when it is not a log), and a
+    Keras ``CSVLogger`` file under its default name ``training.log`` or any other ``.log``
+    whose first line is a CSV header with an ``epoch`` column and a loss column."""
+    if not path.is_file():
+        return False
+    if path.suffix.lower() in _CSV_SUFFIXES:
+        return True
+    return path.suffix.lower() == ".log" and _keras_csv_header(header_cells(path))
+
+
+def _keras_csv_header(cells: list[str]) -> bool:
+    """``epoch,loss,...`` as Keras' CSVLogger writes it (a comma-separated header)."""
+    lowered = [c.strip().lower() for c in cells]
+    return len(lowered) >= 2 and "epoch" in lowered and any("loss" in c for c in lowered)
 
 
 def sniff_plain_jsonl(path: Path) -> bool:
