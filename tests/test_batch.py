@@ -467,3 +467,16 @@ def test_progress_bar_shows_total_and_eta_on_a_terminal() -> None:
     q.update(1, 0, units=1, force=True)
     q.close()
     assert quiet.getvalue() == ""
+
+
+def test_a_keras_csvlogger_training_log_is_found_and_a_console_log_is_not(tmp_path: Path) -> None:
+    run = tmp_path / "keras_run"
+    run.mkdir()
+    (run / "training.log").write_text(
+        "epoch,accuracy,loss,val_accuracy,val_loss\n0,0.9,0.3,0.91,0.25\n1,0.95,0.2,0.93,0.2\n"
+        "2,0.97,0.12,0.94,0.18\n3,0.98,0.08,0.94,0.17\n",
+        encoding="utf-8",
+    )
+    (run / "console.log").write_text("Epoch 1/4\n12/12 - loss: 0.3000\n", encoding="utf-8")
+    units = _units(tmp_path)
+    assert [Path(p).name for p, kind, _ in units if kind == "file"] == ["training.log"]

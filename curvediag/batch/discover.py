@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 
 from curvediag.batch._fs import Entry, FsspecFS, LocalFS, is_url, local_path_of
 from curvediag.ingest.aliases import STEP_COLUMNS
+from curvediag.ingest.csv_logs import keras_csv_header
 from curvediag.ingest.layouts import (
     CHECKPOINT_DIR,
     STATE_NAME,
@@ -133,7 +134,8 @@ DEFAULT_MAX_FILE_SIZE = 2 << 30
 _TABLE_SUFFIXES = frozenset({".csv", ".tsv"})
 _JSONL_SUFFIXES = frozenset({".jsonl", ".ndjson"})
 _PARQUET_SUFFIXES = frozenset({".parquet", ".pq"})
-_LOG_SUFFIXES = _TABLE_SUFFIXES | _JSONL_SUFFIXES | _PARQUET_SUFFIXES | {".json", ".wandb"}
+#: ``.log`` counts only for a Keras ``CSVLogger`` file (``training.log`` by default).
+_LOG_SUFFIXES = _TABLE_SUFFIXES | _JSONL_SUFFIXES | _PARQUET_SUFFIXES | {".json", ".wandb", ".log"}
 # what a run folder is: the same description the readers use
 _STATE = STATE_NAME
 _CHECKPOINT = CHECKPOINT_DIR
@@ -223,6 +225,8 @@ def _header_looks_like_log(head: bytes, suffix: str) -> bool:
         rows = list(csv.reader([line], delimiter="\t" if suffix == ".tsv" else ","))
     except csv.Error:
         return False
+    if suffix == ".log":  # a console log is not a table: only Keras' CSVLogger header counts
+        return bool(rows) and keras_csv_header(rows[0])
     return bool(rows) and _looks_like_log_columns(rows[0])
 
 

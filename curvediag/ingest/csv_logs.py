@@ -64,6 +64,7 @@ __all__ = [
     "PLAIN_JSONL",
     "READERS",
     "TENSORBOARD_CSV",
+    "keras_csv_header",
     "tensorboard_csv_metric_name",
 ]
 
@@ -233,10 +234,10 @@ def sniff_plain_csv(path: Path) -> bool:
         return False
     if path.suffix.lower() in _CSV_SUFFIXES:
         return True
-    return path.suffix.lower() == ".log" and _keras_csv_header(header_cells(path))
+    return path.suffix.lower() == ".log" and keras_csv_header(header_cells(path))
 
 
-def _keras_csv_header(cells: list[str]) -> bool:
+def keras_csv_header(cells: list[str]) -> bool:
     """``epoch,loss,...`` as Keras' CSVLogger writes it (a comma-separated header)."""
     lowered = [c.strip().lower() for c in cells]
     return len(lowered) >= 2 and "epoch" in lowered and any("loss" in c for c in lowered)
