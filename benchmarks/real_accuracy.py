@@ -11,9 +11,9 @@ with two baselines run on the same series:
   at least 0.1%), Overfit ((mean eval - mean train) / mean train > 0.1) and ExplodingTensor
   (any NaN/Inf in a logged value).
 
-Scores, per label category and overall, for each split (``tune``, ``tune2``, ``tune3``: runs the
-rules may be tuned on; ``holdout4``: runs collected later and never tuned on), the tunable and
-held-out halves, and all of them:
+Scores, per label category and overall, for each split (``tune`` to ``tune4``: runs the rules
+may be tuned on; ``holdout5``: runs collected later and never tuned on), the tunable and held-out
+halves, and all of them:
 recall (expected problems found), precision (claimed problems that the label supports) and the
 share of healthy runs given a warning or worse. Writes ``benchmarks/results/real_accuracy.md``.
 
@@ -95,6 +95,7 @@ RULE_CATEGORY: dict[str, str | None] = {
     "lr-schedule-not-applied": "lr-problem",
     "lr-zero-early": "lr-problem",
     "lr-out-of-range": "lr-problem",
+    "lr-far-below-range": "lr-problem",
     "warmup-longer-than-run": "lr-problem",
     "spike-at-warmup-end": "spike",
     "loss-diverging": "divergence",
@@ -495,8 +496,10 @@ def main(argv: list[str] | None = None) -> int:
         "`tune`: the shared corpus, which the rules may be tuned on; `tune2`: the first "
         "held-out half, measured blind at commit 02bddd5 and tunable since; `tune3`: the "
         "second and third held-out sets (`holdout2`, `holdout3`), measured blind in the third "
-        "and fourth sessions and tunable since; `holdout4`: runs collected and labelled in the "
-        "fifth session, never tuned on (see LABELLING.md for every blind measurement).",
+        "and fourth sessions and tunable since; `tune4`: `holdout4`, collected in the fifth "
+        "session, measured blind at 11c3d8f and tunable since; `holdout5`: runs collected and "
+        "labelled later in the fifth session, never tuned on (see LABELLING.md for every blind "
+        "measurement).",
         "",
         "Recall: labelled problems found (a finding of the label's category or a synonym). "
         "Precision: findings whose category the label supports (`expected` or `acceptable`; "

@@ -32,6 +32,13 @@ PROMPT_MAX_LR = 5e-2
 SCRATCH_MAX_LR = 2e-2
 #: Anywhere (any optimizer, any model): a peak learning rate of 1.0 or more is far outside.
 ANY_MAX_LR = 1.0
+#: ... and one below 1e-7 is far under what any common recipe uses (DPO and RLHF, the lowest,
+#: run at 5e-7 to 5e-6; SGD and from-scratch training far higher).
+ANY_MIN_LR = 1e-7
+#: A learning rate to bring one from far below into the usual range: the bottom of full
+#: fine-tuning (1e-5), or of adapter fine-tuning (1e-4).
+FROM_BELOW_LR = 1e-5
+FROM_BELOW_ADAPTER_LR = 1e-4
 
 
 def _maybe(ctx: FeatureContext, name: str) -> Value:
@@ -260,7 +267,9 @@ def _into_range(usual: float, trainer: bool, optim: str) -> float:
         "full fine-tuning for a Trainer run whose method is unknown); None when the "
         "current one is already at or above it",
         "cfg.lr_into_range": "a learning rate inside the usual range for this kind of run, when "
-        "the current one is above it",
+        "the current one is above it or far below it",
+        "cfg.lr_under_usual": "how many times the learning rate is below the lowest any common "
+        "recipe uses (1e-7): 100 means 1e-9; None when it is not below",
         "cfg.warmup_arg": "the argument that sets a 10% warmup in the run's transformers "
         "version (warmup_steps=0.1 in 5.x, warmup_ratio=0.1 in 4.x); None when the run "
         "already warms up over 10% or more",
@@ -322,8 +331,11 @@ def _cfg(ctx: FeatureContext) -> dict[str, Value]:
         if lr is None or lr * 1.5 >= raise_cap
         else min(nice(lr * 10, above=lr), nice(raise_cap / 2, above=lr)),
         "cfg.lr_into_range": None
-        if lr is None or lr <= usual
-        else _into_range(usual, trainer, optim),
+        if lr is None or ANY_MIN_LR <= lr <= usual
+        else _into_range(usual, trainer, optim)
+        if lr > usual
+        else nice(FROM_BELOW_ADAPTER_LR if adapters is True else FROM_BELOW_LR),
+        "cfg.lr_under_usual": None if lr is None or lr >= ANY_MIN_LR else ANY_MIN_LR / lr,
     }
     out.update(_warmup_args(ctx, major))
     mgn = meta.max_grad_norm

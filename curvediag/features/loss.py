@@ -364,6 +364,9 @@ def _nan(ctx: FeatureContext) -> dict[str, Value]:
         "spike.fast_horizon": "logs within which a recovery counts as fast",
         "spike.height_vs_range": "(spike - baseline) / (first losses - lowest loss): how big the "
         "spike is against the whole descent",
+        "spike.noise_z": "the largest spike's height over its baseline in units of the run's "
+        "per-log noise (from first differences, as loss.noise): under 4, a noisy log's "
+        "ordinary tail",
         "spike.first_step": "step of the first spike",
         "spike.window_start_step": "first step of the logging window holding the largest spike",
         "spike.example_lo": "first training example index of that window (when batch size is "
@@ -406,7 +409,9 @@ def _spikes(ctx: FeatureContext) -> dict[str, Value]:
     logging_window = int(s[peak] - s[peak - 1]) if peak > 0 else 1
     window_start = int(s[peak]) - logging_window + 1
     lo, hi = _example_range(ctx, window_start, int(s[peak]))
+    per_log = mad_sigma(np.diff(t)) / np.sqrt(2.0) if n > 2 else 0.0
     return {
+        "spike.noise_z": float(r / per_log) if per_log > 0 else None,
         "spike.count": len(events),
         "spike.step": int(s[peak]),
         "spike.ratio": float(np.exp(r)) if scale.log else 1.0 + r,
@@ -429,6 +434,7 @@ def _spikes(ctx: FeatureContext) -> dict[str, Value]:
 
 #: What the spike group says of a run without a spike.
 _NO_SPIKE: dict[str, Value] = {
+    "spike.noise_z": None,
     "spike.count": 0,
     "spike.step": None,
     "spike.ratio": None,

@@ -25,6 +25,9 @@ from curvediag.model import Run
         "than 1% (no decay)",
         "lr.zero_step": "first step from which the learning rate stayed at or below 1% of its peak",
         "lr.zero_progress": "fraction of the logged run at which that happened",
+        "lr.plateau_floor": "the learning rate came down in steps (each level held for 2 logs or "
+        "more on average) to a positive floor it then held unchanged to the end: a "
+        "reduce-on-plateau scheduler reaching its min_lr, not a schedule built for a shorter run",
         "lr.still_rising": "the learning rate was still rising at the last log (warmup never "
         "ended)",
         "lr.decay_expected": "the configured scheduler decays the learning rate (linear, cosine, "
@@ -54,6 +57,14 @@ def _lr(ctx: FeatureContext) -> dict[str, Value]:
     )
     low = np.flatnonzero(stays_low)
     zero_i = int(low[0]) + i_peak if low.size else None
+    plateau_floor = False
+    if zero_i is not None and values[-1] > 0:
+        # the floor: the trailing logs at the last value; the decay: from the peak down to it
+        at_floor = np.abs(values - values[-1]) <= 1e-3 * values[-1]
+        floor_i = values.size - int(np.argmin(at_floor[::-1])) if not at_floor.all() else 0
+        decay = values[i_peak : floor_i + 1]
+        levels = 1 + int(np.count_nonzero(np.abs(np.diff(decay)) > 1e-3 * np.abs(decay[1:])))
+        plateau_floor = values.size - floor_i >= 3 and decay.size >= 2 * levels
     span = float(steps[-1] - steps[0]) or 1.0
     rising = bool(
         values.size >= 3 and i_peak == values.size - 1 and values[-1] > values[-2] * 1.0001
@@ -64,6 +75,7 @@ def _lr(ctx: FeatureContext) -> dict[str, Value]:
         "lr.constant_after_peak": constant_after,
         "lr.zero_step": None if zero_i is None else int(steps[zero_i]),
         "lr.zero_progress": None if zero_i is None else float((steps[zero_i] - steps[0]) / span),
+        "lr.plateau_floor": plateau_floor,
         "lr.still_rising": rising,
         "lr.decay_expected": decaying,
         "lr.n": int(values.size),

@@ -232,12 +232,15 @@ def _lr_too_high(
 
 def _lr_into_range(ctx: ReportContext, f: Finding) -> list[Change | None]:
     lr, target = _lr(ctx), ctx.number("cfg.lr_into_range")
-    if lr is None or target is None or target >= lr:
+    if lr is None or target is None or target == lr:
         return []
-    usual, kind = ctx.number("cfg.lr_usual_max"), ctx.feature("cfg.run_kind")
-    why = f"{setting_value(lr)} is far above the usual range"
-    if usual is not None and kind:
-        why += f" (up to {setting_value(usual)} for {kind})"
+    if target > lr:
+        why = f"{setting_value(lr)} is far below what any common recipe uses"
+    else:
+        usual, kind = ctx.number("cfg.lr_usual_max"), ctx.feature("cfg.run_kind")
+        why = f"{setting_value(lr)} is far above the usual range"
+        if usual is not None and kind:
+            why += f" (up to {setting_value(usual)} for {kind})"
     c = _setting("learning_rate", lr, target, why, f.rule_id)
     return [Change(c.key, c.change, c.why, c.rule_id, c.setting, c.current, c.proposed, True)]
 
