@@ -333,6 +333,16 @@ def test_next_run_is_ordered_and_single_minded() -> None:
     assert [c.setting for c in crit].count("learning_rate") == 1
 
 
+def test_next_run_brings_a_tiny_learning_rate_up_into_the_usual_range() -> None:
+    # a real run (benchmarks/real_runs/ts_gec_vietnamese): the LR peaks at 9.97e-9
+    run = Path(__file__).resolve().parents[1] / "benchmarks/real_runs/ts_gec_vietnamese"
+    changes = next_run_changes(curvediag.diagnose(run))
+    lr = [c for c in changes if c.setting == "learning_rate"]
+    assert len(lr) == 1 and lr[0].rule_id == "lr-far-below-range"
+    assert lr[0].current == pytest.approx(9.97e-9, rel=1e-3) and lr[0].proposed == 1e-5
+    assert "far below" in lr[0].why
+
+
 def test_formatting_helpers() -> None:
     assert [nice(x) for x in (0.000667, 0.1, 3.0, 1.5e-5)] == [5e-4, 0.1, 3.0, 2e-5]
     assert nice(0.3 / 3, below=0.3) == 0.1 and nice(1e-6 * 10, above=1e-6) == 1e-5
