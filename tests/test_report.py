@@ -343,6 +343,18 @@ def test_next_run_brings_a_tiny_learning_rate_up_into_the_usual_range() -> None:
     assert "far below" in lr[0].why
 
 
+def test_logging_starts_says_where_the_train_loss_was_first_logged() -> None:
+    # a real run (benchmarks/real_runs/ts_spam_tweets): evaluations from step 50, the first train
+    # loss (3.743) and learning rate only at step 500
+    run = Path(__file__).resolve().parents[1] / "benchmarks/real_runs/ts_spam_tweets"
+    (start,) = [e for e in build_timeline(curvediag.diagnose(run)) if e.kind == "start"]
+    assert start.step == 50
+    assert "train loss 3.743 (first logged at step 500)" in start.detail
+    # where both start together nothing is added
+    (start,) = [e for e in build_timeline(_diag("healthy_linear")) if e.kind == "start"]
+    assert "first logged at" not in start.detail
+
+
 def test_formatting_helpers() -> None:
     assert [nice(x) for x in (0.000667, 0.1, 3.0, 1.5e-5)] == [5e-4, 0.1, 3.0, 2e-5]
     assert nice(0.3 / 3, below=0.3) == 0.1 and nice(1e-6 * 10, above=1e-6) == 1e-5

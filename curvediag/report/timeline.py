@@ -143,13 +143,20 @@ def _start(ctx: ReportContext) -> list[tuple[int, str, str, str, str | None]]:
     if not firsts:
         return []
     step = min(firsts)
+
+    def where(name: str) -> str:
+        # a value first logged later than the run's first log says where it was logged
+        series = ctx.run.get(name)
+        first = int(series.steps[0]) if series is not None and len(series) else step
+        return "" if first == step else f" (first logged at step {first})"
+
     loss = ctx.number("loss.first")
     detail = "first log"
     if loss is not None:
-        detail += f"; train loss {num(loss)}"
+        detail += f"; train loss {num(loss)}{where('train/loss')}"
     lr = ctx.number("lr.first")
     if lr is not None:
-        detail += f", learning rate {setting_value(lr)}"
+        detail += f", learning rate {setting_value(lr)}{where('train/learning_rate')}"
     return [(step, "start", "Logging starts", detail, None)]
 
 
