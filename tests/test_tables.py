@@ -457,6 +457,7 @@ def test_keras_csvlogger_default_training_log_is_read(tmp_path: Path) -> None:
     )
     (run,) = load_runs(log)
     assert run.format == "csv"
+    assert run.name == tmp_path.name  # "training" says nothing: the run is named by its folder
     assert run.metrics["train/loss"].values.tolist() == [0.291, 0.125, 0.09]
     assert run.metrics["eval/loss"].values.tolist() == [0.2, 0.15, 0.13]
     # a .log that is not a CSV log (a console log) is not taken for one

@@ -301,8 +301,33 @@ def _plain_run(
     )
     if not metrics:
         raise MalformedRunError(path, f"no row has both a {step_name!r} and a metric value")
-    run = Run(source=str(path), format=fmt, name=path.stem, metrics=metrics, warnings=warnings)
+    run = Run(
+        source=str(path), format=fmt, name=_run_name(path), metrics=metrics, warnings=warnings
+    )
     return _finish(run, restarts, dropped=dropped, table=table)
+
+
+#: File names that say nothing about the run (Keras' ``training.log``, ``history.csv`` ...): the
+#: run is named after its folder instead.
+_GENERIC_STEMS = frozenset(
+    {
+        "training",
+        "train",
+        "history",
+        "log",
+        "logs",
+        "metrics",
+        "train_log",
+        "training_log",
+        "results",
+        "progress",
+    }
+)
+
+
+def _run_name(path: Path) -> str:
+    parent = path.resolve().parent.name
+    return parent if path.stem.lower() in _GENERIC_STEMS and parent else path.stem
 
 
 # --------------------------------------------------------------------------------------------
