@@ -355,6 +355,22 @@ def test_logging_starts_says_where_the_train_loss_was_first_logged() -> None:
     assert "first logged at" not in start.detail
 
 
+def test_an_undertrained_healthy_run_gets_train_longer_not_nothing_to_change() -> None:
+    # the still-improving finding is info, but it says the checkpoint is undertrained: the plan
+    # and the TL;DR must not say "nothing to change" beside it
+    d = _diag("healthy_constant_warmup")
+    assert d.verdict == "healthy" and "still-improving-at-end" in d.finding_ids
+    (change,) = next_run_changes(d)
+    assert change.rule_id == "still-improving-at-end" and change.setting == "num_train_epochs"
+    md = postmortem_markdown(d)
+    assert "nothing needs to change" not in md and "Nothing to change" not in md
+    assert "to do better, try: `num_train_epochs: 1.0 -> 2`" in md
+    # the TL;DR names what its "end" figure is
+    assert "(median of the last 8 logs)" in md
+    # a healthy run with nothing to improve keeps saying so
+    assert "nothing needs to change" in postmortem_markdown(_diag("healthy_cosine"))
+
+
 def test_formatting_helpers() -> None:
     assert [nice(x) for x in (0.000667, 0.1, 3.0, 1.5e-5)] == [5e-4, 0.1, 3.0, 2e-5]
     assert nice(0.3 / 3, below=0.3) == 0.1 and nice(1e-6 * 10, above=1e-6) == 1e-5

@@ -267,18 +267,23 @@ def _tldr(ctx: ReportContext, changes: Sequence[Change]) -> list[str]:
         sentences.append("Log the loss more often (logging_steps) and diagnose again.")
     elif not problems:
         head, tail = ctx.number("loss.first"), ctx.number("loss.tail")
+        n = ctx.number("loss.n")
         s = f"{md_code(run.name)} trained cleanly over {steps}"
-        if head is not None and tail is not None and head > 0:
+        if head is not None and tail is not None and head > 0 and n is not None:
             change = (tail - head) / head
+            k = max(min(3, int(n)), int(n) // 10)  # loss.tail: the median of the last logs
             s += (
                 f": the train loss went from {num(head)} (first log) to {num(tail)} "
-                f"(end) ({change:+.0%})"
+                f"(median of the last {k} logs) ({change:+.0%})"
             )
         best = ctx.number("eval.min")
         if best is not None:
             s += f", and the best eval loss was {num(best)} at step {ctx.step('eval.min_step')}"
         sentences.append(s + ".")
-        sentences.append("No rule found a problem; nothing needs to change.")
+        if changes:  # an info finding (still improving ...) proposes something all the same
+            sentences.append(f"No rule found a problem; to do better, try: {changes[0].change}.")
+        else:
+            sentences.append("No rule found a problem; nothing needs to change.")
     else:
         top = problems[0]
         at = _onset(top)

@@ -518,10 +518,13 @@ def next_run_changes(diagnosis: Diagnosis | ReportContext) -> list[Change]:
     from curvediag.report.context import ReportContext
 
     ctx = diagnosis if isinstance(diagnosis, ReportContext) else ReportContext.of(diagnosis)
-    findings = sorted(
-        (f for f in ctx.diagnosis.findings if f.severity.value != "info"),
-        key=lambda f: (-f.severity.rank, -f.confidence),
-    )
+    pool = [f for f in ctx.diagnosis.findings if f.severity.value != "info"]
+    if not pool:
+        # no problem, but an info finding that declares a change still calls for it (a run
+        # still improving at the end: train longer) - the plan must not say "nothing to change"
+        # beside a finding that says the checkpoint is undertrained
+        pool = [f for f in ctx.diagnosis.findings if handler_for(f) is not None]
+    findings = sorted(pool, key=lambda f: (-f.severity.rank, -f.confidence))
     per_finding: list[list[Change]] = []
     other_loop = ctx.feature("cfg.trainer_run") is False
     for f in findings:
