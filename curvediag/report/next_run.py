@@ -411,15 +411,19 @@ def _still_improving(ctx: ReportContext, f: Finding) -> list[Change | None]:
     last = ctx.run.last_step
     if last is None:
         return []
-    return [
-        _duration(
-            ctx,
-            f,
-            last * 2,
-            f"the loss was still falling at the end "
-            f"({pct(ctx.number('loss.change_late'))} over the last quarter)",
+    gain, late = ctx.number("eval.projected_gain"), ctx.number("eval.late_drop")
+    if gain is not None and gain >= 0.01 and late is not None and late > 0:
+        # the held-out loss decided (still-improving-at-end's eval branch, or a sparse train log)
+        why = (
+            f"the eval loss was still falling at the end ({pct(-late)} over its last "
+            f"evaluations, about {pct(gain, signed=False)} lower still at that pace)"
         )
-    ]
+    else:
+        why = (
+            f"the loss was still falling at the end "
+            f"({pct(ctx.number('loss.change_late'))} over the last quarter)"
+        )
+    return [_duration(ctx, f, last * 2, why)]
 
 
 def _eval_flat(ctx: ReportContext, f: Finding) -> list[Change | None]:
