@@ -146,7 +146,8 @@ def _eval_trend(v: np.ndarray) -> dict[str, Value]:
         trend = _late_trend(v)
         if trend is not None and trend > 0 and v[-1] != 0:
             return {"eval.late_drop": late_drop, "eval.projected_gain": trend / abs(v[-1])}
-    if last <= 0 or v[-1] == 0:
+    if last <= 0 or v[-1] == 0 or (not pair and prev <= 0):
+        # a fall right after a rise is a zig-zag of a few evaluations, not a trend to extend
         return {"eval.late_drop": late_drop, "eval.projected_gain": 0.0}
     # r is capped at 0.8: beyond about four more gaps at the current pace is speculation
     r = min(last / prev, 0.8) if prev > 0 else 0.8
@@ -188,7 +189,8 @@ def _eval_trend(v: np.ndarray) -> dict[str, Value]:
         "last eval loss: from 16 evaluations on, over another quarter at the pace of its last "
         "quarter when that trend is clear of the noise and not levelling off; else if its "
         "recent improvements kept shrinking at their current rate (geometric extrapolation of "
-        "the last gaps); 0 when it stopped falling",
+        "the last gaps); 0 when it stopped falling, or (under 8 evaluations) when its last fall "
+        "came right after a rise",
     },
 )
 def _eval(ctx: FeatureContext) -> dict[str, Value]:
@@ -282,6 +284,26 @@ def _gap(ctx: FeatureContext) -> dict[str, Value]:
         "gap.eval_below_train": float(np.mean(rel < 0)),
         "gap.trend": trend,
     }
+
+
+@feature_group(
+    "evalstop",
+    requires=["train/loss", "eval/loss"],
+    features={
+        "evalstop.n": "evaluations at or after the step where the train loss stopped learning "
+        "(loss.learning_stopped_step)",
+        "evalstop.change": "fractional change of the eval loss over those evaluations, first to "
+        "last (-0.08 = it still fell 8% while the train loss sat flat); None under 2",
+    },
+)
+def _evalstop(ctx: FeatureContext) -> dict[str, Value]:
+    steps, values = ctx.series("eval/loss")
+    ok = np.isfinite(values)
+    s, v = steps[ok], values[ok]
+    stop = ctx.get("loss.learning_stopped_step")
+    after = v[s >= int(stop)] if isinstance(stop, (int, float)) else v[:0]
+    change = float(after[-1] / after[0] - 1.0) if after.size >= 2 and after[0] > 0 else None
+    return {"evalstop.n": int(after.size), "evalstop.change": change}
 
 
 @feature_group(
