@@ -29,7 +29,6 @@ EXPECTED = {
     "ts_dnabert2": {"overfitting"},  # eval rises 24% after its minimum
     "ts_mcfed": {"overfitting"},  # eval drifts up after step 500
     "ts_viz_sample": {"overfitting"},  # eval_g0 rises 147%
-    "ts_gemma2b": {"loss-not-decreasing"},  # 68.5k steps, 1.42 -> 1.36
     "ts_bashkir": {"grad-clipping-saturated"},  # grad norm median 17.9, clipped every step
     # test loss ends 14% above its minimum, but zig-zags back below it in between; its real-run
     # label (from plots) is healthy with mild overfitting acceptable: the info rule, not the warning
@@ -43,7 +42,10 @@ EXPECTED = {
 }
 # ts_llamatest left this list: labelled from its plots (benchmarks/real_runs), its loss drops at
 # each epoch boundary (memorisation), which the windowed epoch feature now sees
-QUIET = ["ts_distilbert_lora", "ts_chaos", "ts_taubench"]
+# ts_gemma2b left it too: 1.42 -> 1.36 over 68.5k steps (-4.6%) was read as "not decreasing";
+# labelled from its plots it is healthy (a pretrained LM learning slowly and steadily, eval
+# 1.372 -> 1.361), and loss-not-decreasing now needs less than 3.5% over the run
+QUIET = ["ts_distilbert_lora", "ts_chaos", "ts_taubench", "ts_gemma2b"]
 #: what may be said of them: a checkpoint that stops before its plan, one log too few to judge
 LIFECYCLE = {"run-ended-early"}
 
