@@ -108,3 +108,21 @@ def test_baselines_fire_as_documented() -> None:
     assert bench.sagemaker_rules(flat) == {"not-learning": "warning"}
     nan = make_run({"train/loss": "2.0 1.9 nan"})
     assert bench.sagemaker_rules(nan)["nonfinite"] == "critical"
+
+
+def test_label_plots_reads_every_format_without_rules(tmp_path: Path) -> None:
+    spec = importlib.util.spec_from_file_location("label_plots", RUNS.parent / "label_plots.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    for log, key in [
+        (RUNS / "ts_mt5_az" / "trainer_state.json", "loss"),
+        (RUNS / "csv_braincnn" / "training.log", "loss"),
+        (RUNS / "pl_gaze" / "metrics.csv", "val_loss"),
+        (RUNS / "tb_neastro_rnn", "file0/val_loss"),
+    ]:
+        _, series = mod.read_any(log)
+        assert len(series[key]) >= 5, (log, sorted(series))
+        out = tmp_path / f"{log.parent.name}.png"
+        mod.plot(series, out)
+        assert out.stat().st_size > 5_000
