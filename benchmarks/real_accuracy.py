@@ -64,6 +64,9 @@ RULE_CATEGORY: dict[str, str | None] = {
     "run-crashed": "ended-early",
     "stopped-by-early-stopping": "ended-early",
     "loss-collapsed-to-zero": "collapse",
+    # exact zeros for most of the run (a masked NaN, a task made trivial): the vocabulary's
+    # collapse ("or exactly 0"); it was missing here, so its claims scored as an unknown "data"
+    "loss-mostly-zero": "collapse",
     "loss-drops-at-epoch-boundaries": "epoch-staircase",
     "loss-nonfinite-at-start": "nonfinite",
     "loss-nonfinite-after-grad-growth": "nonfinite",
@@ -96,6 +99,7 @@ RULE_CATEGORY: dict[str, str | None] = {
     "lr-zero-early": "lr-problem",
     "lr-out-of-range": "lr-problem",
     "lr-far-below-range": "lr-problem",
+    "lr-above-configured": "lr-problem",
     "warmup-longer-than-run": "lr-problem",
     "spike-at-warmup-end": "spike",
     "loss-diverging": "divergence",

@@ -126,3 +126,13 @@ def test_label_plots_reads_every_format_without_rules(tmp_path: Path) -> None:
         out = tmp_path / f"{log.parent.name}.png"
         mod.plot(series, out)
         assert out.stat().st_size > 5_000
+
+
+def test_every_rule_claims_a_label_category_in_the_benchmark() -> None:
+    # a rule missing from RULE_CATEGORY scores under its catalog category (e.g. "data"), which no
+    # label uses: its findings would count as unsupported and never as found
+    bench = _bench()
+    missing = [r.id for r in curvediag.load_rules().rules if r.id not in bench.RULE_CATEGORY]
+    assert not missing, missing
+    known = set(bench.CATEGORIES)
+    assert {c for c in bench.RULE_CATEGORY.values() if c is not None} <= known
