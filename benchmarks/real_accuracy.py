@@ -1,7 +1,9 @@
 """How right curvediag is on real public training runs that nobody on the team made.
 
 Each folder of ``benchmarks/real_runs/`` holds a real log and a ``label.yaml`` written from the
-plots before curvediag was run on it (protocol: ``benchmarks/real_runs/LABELLING.md``). This
+plots before curvediag was run on it (protocol: ``benchmarks/real_runs/LABELLING.md``); the
+``tune`` runs keep only their label there and are read from the shared corpus beside the project
+(``../shared/corpus``, or ``$CURVEDIAG_CORPUS``), which holds the same files byte for byte. This
 script diagnoses every labelled run and scores the findings against the labels, side by side
 with two baselines run on the same series:
 
@@ -29,6 +31,7 @@ leaves the held-out runs out of the run entirely (not even their totals are prin
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from collections import Counter
@@ -46,6 +49,17 @@ from curvediag.model import Diagnosis, Run
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = ROOT / "benchmarks" / "real_runs"
+#: The shared corpus beside the project: the ``tune`` runs are read from there, not committed twice
+#: (a label.yaml with ``data: corpus`` names a corpus folder of the same id).
+CORPUS = Path(os.environ.get("CURVEDIAG_CORPUS", ROOT.parent / "shared" / "corpus"))
+
+
+def data_dir(folder: Path, meta: dict[str, Any]) -> Path:
+    """Where a labelled run's log files are: its own folder, or the corpus folder of its id."""
+    if meta.get("data") == "corpus":
+        return CORPUS / folder.name
+    return folder
+
 
 #: The label category each rule's finding claims (None: says nothing is wrong).
 RULE_CATEGORY: dict[str, str | None] = {
@@ -176,12 +190,17 @@ def load_cases(root: Path = RUNS, held_out: bool = True) -> tuple[list[Case], li
     ``held_out=False`` leaves the held-out folders unread (tuning)."""
     cases: list[Case] = []
     notes: list[str] = []
+    missing = 0
     for lf in sorted(root.glob("*/label.yaml")):
         meta = yaml.safe_load(lf.read_text(encoding="utf-8"))
         if not held_out and str(meta.get("split", "")).startswith("holdout"):
             continue
         folder = lf.parent
-        target = folder / str(meta.get("load") or ".")
+        home = data_dir(folder, meta)
+        if not home.is_dir():
+            missing += 1
+            continue
+        target = home / str(meta.get("load") or ".")
         project = str((meta.get("source") or {}).get("project") or folder.name)
         base = {
             "split": str(meta.get("split", "tune")),
@@ -221,6 +240,11 @@ def load_cases(root: Path = RUNS, held_out: bool = True) -> tuple[list[Case], li
                     load_error=err,
                 )
             )
+    if missing:
+        notes.append(
+            f"{missing} runs of the shared corpus were skipped: {CORPUS} not found "
+            "(set CURVEDIAG_CORPUS to its path)"
+        )
     return cases, notes
 
 

@@ -16,6 +16,17 @@ from curvediag.ingest import load_runs
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = ROOT / "benchmarks" / "real_runs"
 LABELS = sorted(RUNS.glob("*/label.yaml"))
+CORPUS = ROOT.parent / "shared" / "corpus"
+
+
+def home(name: str) -> Path:
+    """The folder holding a labelled run's files (the ``tune`` runs live in the shared corpus)."""
+    meta = yaml.safe_load((RUNS / name / "label.yaml").read_text(encoding="utf-8"))
+    if meta.get("data") == "corpus":
+        if not (CORPUS / name).is_dir():
+            pytest.skip("../shared/corpus not present")
+        return CORPUS / name
+    return RUNS / name
 
 
 def _bench():
@@ -43,7 +54,7 @@ def test_every_labelled_run_loads(label: Path) -> None:
     meta = yaml.safe_load(label.read_text(encoding="utf-8"))
     for raw in [meta.get("label") or {}, *(meta.get("per_run") or {}).values()]:
         bench._label(raw, str(label))  # unknown categories raise
-    target = label.parent / str(meta.get("load") or ".")
+    target = home(label.parent.name) / str(meta.get("load") or ".")
     if meta.get("expect_load_error"):
         with pytest.raises(curvediag.CurvediagError):
             load_runs(target)
@@ -76,12 +87,12 @@ TUNED = {
 
 @pytest.mark.parametrize("name", sorted(TUNED))
 def test_tuned_problems_stay_found(name: str) -> None:
-    d = curvediag.diagnose(RUNS / name)
+    d = curvediag.diagnose(home(name))
     assert TUNED[name] in d.finding_ids, d.finding_ids
 
 
 def test_a_loop_step_counter_and_loop_config_names_are_read() -> None:
-    run = curvediag.load_run(RUNS / "wbb_nanogpt_druid")
+    run = curvediag.load_run(home("wbb_nanogpt_druid"))
     loss = run.get("train/loss")
     assert loss is not None and int(loss.steps[-1]) == 2400  # `iter`, not W&B's _step (12)
     assert run.meta.max_steps == 600000 and run.meta.warmup_steps == 2000
@@ -90,8 +101,8 @@ def test_a_loop_step_counter_and_loop_config_names_are_read() -> None:
 
 
 def test_the_same_run_gets_the_same_figures_from_both_formats() -> None:
-    a = curvediag.diagnose(RUNS / "ts_lain")
-    b = curvediag.diagnose(RUNS / "tb_hf_lain")
+    a = curvediag.diagnose(home("ts_lain"))
+    b = curvediag.diagnose(home("tb_hf_lain"))
     fa = {f.rule_id: f.evidence for f in a.findings}
     fb = {f.rule_id: f.evidence for f in b.findings}
     assert fa.keys() == fb.keys()
@@ -116,10 +127,10 @@ def test_label_plots_reads_every_format_without_rules(tmp_path: Path) -> None:
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     for log, key in [
-        (RUNS / "ts_mt5_az" / "trainer_state.json", "loss"),
-        (RUNS / "csv_braincnn" / "training.log", "loss"),
-        (RUNS / "pl_gaze" / "metrics.csv", "val_loss"),
-        (RUNS / "tb_neastro_rnn", "file0/val_loss"),
+        (home("ts_mt5_az") / "trainer_state.json", "loss"),
+        (home("csv_braincnn") / "training.log", "loss"),
+        (home("pl_gaze") / "metrics.csv", "val_loss"),
+        (home("tb_neastro_rnn"), "file0/val_loss"),
     ]:
         _, series = mod.read_any(log)
         assert len(series[key]) >= 5, (log, sorted(series))
@@ -136,3 +147,22 @@ def test_every_rule_claims_a_label_category_in_the_benchmark() -> None:
     assert not missing, missing
     known = set(bench.CATEGORIES)
     assert {c for c in bench.RULE_CATEGORY.values() if c is not None} <= known
+
+
+def test_corpus_backed_runs_name_the_corpus_copy_of_their_source() -> None:
+    manifest = CORPUS / "MANIFEST.tsv"
+    if not manifest.is_file():
+        pytest.skip("../shared/corpus not present")
+    rows = [line.split("\t") for line in manifest.read_text(encoding="utf-8").splitlines()]
+    by_id = {r[0]: dict(zip(rows[0], r, strict=False)) for r in rows[1:] if r and r[0]}
+    backed = 0
+    for label in LABELS:
+        meta = yaml.safe_load(label.read_text(encoding="utf-8"))
+        if meta.get("data") != "corpus":
+            continue
+        backed += 1
+        row = by_id[meta["id"]]
+        assert (row["repo"], row["commit"]) == (meta["source"]["repo"], meta["source"]["commit"])
+        # nothing but the label is committed for them (the log lives in the corpus only)
+        assert [p.name for p in label.parent.iterdir()] == ["label.yaml"]
+    assert backed == len(by_id)

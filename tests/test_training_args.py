@@ -20,6 +20,16 @@ from curvediag.features import FeatureSet
 from curvediag.model import Run, RunMeta, Series
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def _corpus_run(name: str) -> Path:
+    """A real run of the shared corpus (the real-run benchmark reads its ``tune`` runs there)."""
+    path = ROOT.parent / "shared" / "corpus" / name
+    if not path.is_dir():
+        pytest.skip("../shared/corpus not present")
+    return path
+
+
 FIELDS = {
     k: set(v)
     for k, v in yaml.safe_load(
@@ -147,7 +157,7 @@ def test_runs_from_other_training_loops_get_no_trainer_arguments() -> None:
     assert names_trainer_api("Add EarlyStoppingCallback(early_stopping_patience=3).")
     assert not names_trainer_api("Check the job's log around step 2400.")
     # nanoGPT (W&B binary log; its config names max_iters, not TrainingArguments)
-    nano = curvediag.diagnose(ROOT / "benchmarks/real_runs/wbb_nanogpt_druid")
+    nano = curvediag.diagnose(_corpus_run("wbb_nanogpt_druid"))
     assert nano.features["cfg.trainer_run"] is False
     fixes = [fix for f in nano.findings for fix in f.fixes]
     assert fixes and not any(names_trainer_api(x) for x in fixes), fixes
@@ -168,7 +178,7 @@ def test_a_setting_in_the_runs_own_config_is_kept_for_other_loops() -> None:
     assert "learning_rate" in d.run.meta.hyperparameters
     assert any(c.setting == "learning_rate" for c in next_run_changes(d))
     # nanoGPT's config has no save_steps: Trainer-only settings stay out of its plan
-    nano = curvediag.diagnose(ROOT / "benchmarks/real_runs/wbb_nanogpt_druid")
+    nano = curvediag.diagnose(_corpus_run("wbb_nanogpt_druid"))
     assert all(c.setting in (None, *nano.run.meta.hyperparameters) for c in next_run_changes(nano))
     kobert = curvediag.diagnose(ROOT / "benchmarks/real_runs/wbb_kobert_nsmc_bs2")
     plan = next_run_changes(kobert)
