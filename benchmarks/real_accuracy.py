@@ -64,6 +64,7 @@ def data_dir(folder: Path, meta: dict[str, Any]) -> Path:
 #: The label category each rule's finding claims (None: says nothing is wrong).
 RULE_CATEGORY: dict[str, str | None] = {
     "healthy-converged": None,
+    "eval-loss-spike": "spike",
     "eval-too-rare": None,
     "loss-not-decreasing": "not-learning",
     "loss-at-chance-level": "not-learning",

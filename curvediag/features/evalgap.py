@@ -191,6 +191,10 @@ def _eval_trend(v: np.ndarray) -> dict[str, Value]:
         "recent improvements kept shrinking at their current rate (geometric extrapolation of "
         "the last gaps); 0 when it stopped falling, or (under 8 evaluations) when its last fall "
         "came right after a rise",
+        "eval.rise_z": "the median of the evaluations after the minimum above the minimum (log "
+        "scale), in units of the eval loss's own eval-to-eval scatter: a minimum inside a noisy "
+        "band scores ~1, a real rise several; None under 4 evaluations or for a loss not "
+        "positive everywhere",
     },
 )
 def _eval(ctx: FeatureContext) -> dict[str, Value]:
@@ -228,6 +232,7 @@ def _eval(ctx: FeatureContext) -> dict[str, Value]:
         "eval.train_change_after_min": None,
         "eval.train_change": None,
         **_eval_trend(v),
+        "eval.rise_z": _rise_z(v, i_min),
     }
     if ctx.run.get("train/loss") is not None:
         try:
@@ -239,6 +244,14 @@ def _eval(ctx: FeatureContext) -> dict[str, Value]:
         if np.isfinite(tr[2]) and np.isfinite(tr[1]) and tr[2] != 0:
             out["eval.train_change"] = float(tr[1] / tr[2] - 1)
     return out
+
+
+def _rise_z(v: np.ndarray, i_min: int) -> float | None:
+    if v.size < 4 or i_min == v.size - 1 or not bool(np.all(v > 0)):
+        return None
+    t = np.log(v)
+    _, sigma = _local_scatter(t)
+    return float((np.median(t[i_min + 1 :]) - t[i_min]) / sigma)
 
 
 def _frozen(s: np.ndarray, v: np.ndarray) -> dict[str, Value]:
@@ -304,6 +317,105 @@ def _evalstop(ctx: FeatureContext) -> dict[str, Value]:
     after = v[s >= int(stop)] if isinstance(stop, (int, float)) else v[:0]
     change = float(after[-1] / after[0] - 1.0) if after.size >= 2 and after[0] > 0 else None
     return {"evalstop.n": int(after.size), "evalstop.change": change}
+
+
+#: Evaluations either side of an eval that make its local baseline (the eval itself left out).
+SPIKE_HALF_WINDOW = 3
+#: A later eval back within this factor of the baseline counts as the recovery.
+SPIKE_RECOVERED = 1.2
+
+
+def _local_scatter(t: np.ndarray) -> tuple[np.ndarray, float]:
+    """Each evaluation's local baseline (the median of up to :data:`SPIKE_HALF_WINDOW` evals
+    either side, itself left out) and the robust eval-to-eval scatter, from the second
+    differences (each eval against the mean of its two neighbours), so that a trend, straight
+    or V-shaped, is not taken for noise (floored at 1e-3). ``t``: log eval losses, 3 or more."""
+    n = t.size
+    h = SPIKE_HALF_WINDOW
+    offsets = np.array([k for k in range(-h, h + 1) if k != 0])
+    idx = np.arange(n)[:, None] + offsets[None, :]
+    padded = np.where((idx >= 0) & (idx < n), t[np.clip(idx, 0, n - 1)], np.nan)
+    base = np.nanmedian(padded, axis=1)
+    second = t[1:-1] - 0.5 * (t[:-2] + t[2:])
+    # for independent noise of s.d. sigma, a second difference has s.d. sigma * sqrt(1.5)
+    sigma = max(float(1.4826 * np.median(np.abs(second)) / np.sqrt(1.5)), 1e-3)
+    return base, sigma
+
+
+@feature_group(
+    "evalspike",
+    requires=["eval/loss"],
+    features={
+        "evalspike.step": "step of the largest eval-loss spike: the evaluation (not the first "
+        "nor the last) highest above its local baseline among those above both neighbours",
+        "evalspike.value": "eval loss at that spike",
+        "evalspike.baseline": "its local baseline: the median of the 3 evaluations either side",
+        "evalspike.ratio": "spike / baseline",
+        "evalspike.noise_z": "the spike's height over its baseline (log scale) in units of the "
+        "eval loss's own eval-to-eval scatter (robust)",
+        "evalspike.height_vs_range": "(spike - baseline) / the range of all the other "
+        "evaluations: a blip inside a long noisy log is small against it",
+        "evalspike.recovered": "a later evaluation came back within 1.2x of the baseline",
+        "evalspike.recovery_step": "step of that evaluation",
+        "evalspike.count": "evaluations at least 1.5x their baseline and 5 noise units above "
+        "it, above both neighbours",
+        "evalspike.n": "finite eval-loss values",
+    },
+)
+def _evalspike(ctx: FeatureContext) -> dict[str, Value]:
+    steps, values = ctx.series("eval/loss")
+    ok = np.isfinite(values)
+    s, v = steps[ok], values[ok]
+    n = int(v.size)
+    if n < 6:
+        raise InsufficientDataError(f"only {n} finite eval-loss values (an eval spike needs 6)")
+    if not bool(np.all(v > 0)):
+        raise InsufficientDataError("the eval loss is not positive everywhere")
+    t = np.log(v)
+    base_all, sigma = _local_scatter(t)
+    base = base_all[1:-1]  # interior evals 1 .. n-2
+    inner = t[1:-1]
+    resid = inner - base
+    peak = (inner > t[:-2]) & (inner > t[2:])
+    # an eval later back near its baseline; suffix minima make it one pass
+    later_min = np.minimum.accumulate(t[::-1])[::-1]  # min of t[j:] for every j
+    back = later_min[2:] <= base + float(np.log(SPIKE_RECOVERED))
+    big = peak & (resid >= float(np.log(1.5))) & (resid >= 5.0 * sigma)
+    out: dict[str, Value] = {
+        "evalspike.step": None,
+        "evalspike.value": None,
+        "evalspike.baseline": None,
+        "evalspike.ratio": None,
+        "evalspike.noise_z": None,
+        "evalspike.height_vs_range": None,
+        "evalspike.recovered": False,
+        "evalspike.recovery_step": None,
+        "evalspike.count": int(np.count_nonzero(big)),
+        "evalspike.n": n,
+    }
+    if not bool(peak.any()):
+        return out
+    cand = np.flatnonzero(peak)
+    j = int(cand[np.argmax(resid[cand])])
+    i = j + 1  # index into the evaluations
+    b = float(np.exp(base[j]))
+    rest = np.delete(v, i)
+    span = float(rest.max() - rest.min())
+    out.update(
+        {
+            "evalspike.step": int(s[i]),
+            "evalspike.value": float(v[i]),
+            "evalspike.baseline": b,
+            "evalspike.ratio": float(v[i] / b),
+            "evalspike.noise_z": float(resid[j] / sigma),
+            "evalspike.height_vs_range": float((v[i] - b) / span) if span > 0 else None,
+            "evalspike.recovered": bool(back[j]),
+        }
+    )
+    if back[j]:
+        k = i + 1 + int(np.argmax(t[i + 1 :] <= base[j] + float(np.log(SPIKE_RECOVERED))))
+        out["evalspike.recovery_step"] = int(s[k])
+    return out
 
 
 @feature_group(
