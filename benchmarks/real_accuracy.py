@@ -104,6 +104,7 @@ RULE_CATEGORY: dict[str, str | None] = {
     "grad-norm-bursts": "grad-explosion",
     "grad-norm-nonfinite": "nonfinite",
     "grad-clipping-saturated": "clipping-saturated",
+    "grad-clipping-saturated-adam": "clipping-saturated",
     "grad-norm-vanishing": "not-learning",
     "loss-level-shift-after-resume": "level-shift",
     "loss-level-shift": "level-shift",

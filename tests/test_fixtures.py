@@ -83,9 +83,9 @@ CROSS = [
 def test_same_diagnosis_from_each_format(folder: Path) -> None:
     """trainer_state.json, the event files and the W&B log of one run agree.
 
-    trainer_state.json does not record max_grad_norm (it lives in the Trainer's arguments,
-    which TensorBoard and W&B keep), so it is given the run's value, as a user would with
-    --set features.max_grad_norm=...
+    trainer_state.json does not record max_grad_norm nor the optimizer (they live in the
+    Trainer's arguments, which TensorBoard and W&B keep), so it is given the run's values, as a
+    user would with --set features.max_grad_norm=... features.optimizer=...
     """
     mgn = label(folder)["settings"].get("max_grad_norm")
     results = {}
@@ -93,6 +93,11 @@ def test_same_diagnosis_from_each_format(folder: Path) -> None:
         overrides = {}
         if fmt == "trainer_state" and mgn:
             overrides["features.max_grad_norm"] = mgn
+        if fmt == "trainer_state":
+            # nor the optimizer (--set features.optimizer=...)
+            tb = curvediag.load_run(_formats(folder)["tensorboard"])
+            if tb.meta.hyperparameters.get("optim"):
+                overrides["features.optimizer"] = tb.meta.hyperparameters["optim"]
         d = curvediag.diagnose(path, overrides=overrides)
         results[fmt] = (d.finding_ids, {s.rule_id for s in d.skipped})
     ids = {fmt: r[0] for fmt, r in results.items()}

@@ -97,7 +97,10 @@ EXPECTED: dict[str, tuple[str, int, dict[str, int], str | None]] = {
         "train/loss",
     ),
     "pl_slm_training": ("lightning-csv", 1, {"train/loss": 2814, "eval/loss": 10}, "train/loss"),
-    "pl_pinn_pendulum": ("lightning-csv", 1, {"train/loss": 1280}, "train/loss"),
+    # 2000 epochs of 32 steps, train_loss_step every 50 steps (1280) and train_loss_epoch every
+    # epoch (2000): the denser epoch series is the curve (labelled from it, too); the corpus
+    # manifest counted the per-step points
+    "pl_pinn_pendulum": ("lightning-csv", 1, {"train/loss": 2000}, "train/loss_step"),
     "pl_probing": ("lightning-csv", 1, {"train/loss": 28}, "train/loss"),
     "tbcsv_unet_train": ("tensorboard-csv", 1, {"train/loss": 100}, "train/loss"),
     "tbcsv_unet_valid": ("tensorboard-csv", 1, {"eval/loss": 100}, "eval/loss"),
@@ -165,7 +168,8 @@ def test_corpus_values() -> None:
     assert "train/loss_epoch" in slm.metrics
 
     (pinn,) = tables.read_all(_corpus_file("pl_pinn_pendulum"))
-    assert pinn.metrics["train/loss"].values[0] == pytest.approx(191.9, abs=0.1)
+    assert pinn.metrics["train/loss"].values[0] == pytest.approx(139.92, abs=0.01)  # epoch 0
+    assert pinn.metrics["train/loss_step"].values[0] == pytest.approx(191.9, abs=0.1)
 
     (unet,) = tables.read_all(_corpus_file("tbcsv_unet_train"))
     tl = unet.metrics["train/loss"]
@@ -612,3 +616,18 @@ def test_truncated_and_damaged_files_raise_only_curvediag_errors(
         raw[min(int(len(raw) * flip[0]), len(raw) - 1)] = flip[1]
     for reader, names in TARGETS:
         _check(bytes(raw), source.name if source.name else names[0], reader)
+
+
+def test_a_loss_log_without_a_step_column_is_numbered_by_row(tmp_path: Path) -> None:
+    # a loop writing one row per epoch and no counter (a real one: holdout6 csv_minivit_cifar10,
+    # columns train_loss, train_acc, val_loss, val_acc), which read as "no step column" before
+    p = tmp_path / "train_log.csv"
+    p.write_text("train_loss,val_loss\n2.0,1.9\n1.5,1.6\n1.2,1.4\n", encoding="utf-8")
+    (run,) = tables.read_all(p)
+    assert run.metrics["train/loss"].steps.tolist() == [1, 2, 3]
+    assert run.metrics["eval/loss"].values.tolist() == [1.9, 1.6, 1.4]
+    assert any("numbered 1, 2" in w for w in run.warnings)
+    (real,) = load_runs(
+        Path(__file__).resolve().parents[1] / "benchmarks/real_runs/csv_minivit_cifar10"
+    )
+    assert real.metrics["train/loss"].values.size == 50

@@ -539,3 +539,37 @@ def test_chunked_decoding_matches(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
         np.testing.assert_array_equal(chunked.scalars[tag].steps, col.steps)
         np.testing.assert_array_equal(chunked.scalars[tag].values, col.values)
     assert_matches_reference(path, chunked)
+
+
+def test_lightning_step_and_epoch_pairs_are_two_series(tmp_path: Path) -> None:
+    """Lightning's ``self.log(..., on_step=True, on_epoch=True)`` writes ``train_loss_step`` and
+    ``train_loss_epoch`` to TensorBoard too: the per-step values are the train-loss curve, the
+    epoch means a series of their own (not interleaved into it), and for validation the epoch
+    aggregate is the curve."""
+    import curvediag
+
+    events: list[Any] = [Event(wall_time=1.7e9, file_version="brain.Event:2")]
+    for step in range(1, 41):
+        events.append(scalar_event("train_loss_step", 1.0 / step, step, 1.7e9 + step))
+        if step % 20 == 0:
+            events.append(scalar_event("train_loss_epoch", 3.0 / step, step, 1.7e9 + step))
+            events.append(scalar_event("val_loss_epoch", 2.0 / step, step, 1.7e9 + step))
+            events.append(scalar_event("val_loss_step", 9.0, step, 1.7e9 + step))
+    write_event_file(tmp_path / "events.out.tfevents.1.host", events)
+    run = curvediag.load_run(tmp_path)
+    assert run.metrics["train/loss"].steps.tolist() == list(range(1, 41))
+    assert run.metrics["train/loss_epoch"].steps.tolist() == [20, 40]
+    assert run.metrics["eval/loss"].values.tolist() == pytest.approx([0.1, 0.05])
+    assert "eval/loss_step" in run.metrics
+
+
+def test_a_real_lightning_event_file_keeps_its_epoch_means_apart() -> None:
+    # a real run (benchmarks/real_runs/tb_dagger_racecar_optuna): 438 train_loss_step logs and 26
+    # train_loss_epoch means; interleaved, the first epoch's mean (0.54, after a first epoch
+    # whose single batches were at 0.006-0.06) read as a 65x loss spike
+    import curvediag
+
+    run = curvediag.load_run(ROOT / "benchmarks/real_runs/tb_dagger_racecar_optuna")
+    assert run.metrics["train/loss"].values.size == 438
+    assert run.metrics["train/loss_epoch"].values[0] == pytest.approx(0.5415, abs=1e-4)
+    assert "loss-spike" not in curvediag.diagnose(run).finding_ids

@@ -971,3 +971,26 @@ def test_a_lone_train_loss_is_a_point_and_the_trainer_end_row_is_a_summary() -> 
     loss = run.get("train/loss")
     assert loss is not None and len(loss) == 5 and 1.75 not in list(loss.values)
     assert run.meta.summary["train_loss"] == 1.75
+
+
+def test_lightning_step_and_epoch_pairs_in_a_wandb_history() -> None:
+    """WandbLogger gets the same ``<name>_step`` / ``<name>_epoch`` pairs as the CSV logger."""
+    from curvediag.ingest.wandb_run import history_to_run
+
+    rows: list[dict[str, object]] = []
+    for step in range(1, 41):
+        rows.append({"_step": step, "trainer/global_step": step, "train_loss_step": 1.0 / step})
+        if step % 20 == 0:
+            rows.append(
+                {
+                    "_step": step,
+                    "trainer/global_step": step,
+                    "train_loss_epoch": 3.0 / step,
+                    "val_loss_epoch": 2.0 / step,
+                    "val_loss_step": 9.0,
+                }
+            )
+    run = history_to_run(rows, source="x", name="x", fmt="wandb-run")
+    assert run.metrics["train/loss"].values.size == 40
+    assert run.metrics["train/loss_epoch"].steps.tolist() == [20, 40]
+    assert run.metrics["eval/loss"].values.tolist() == pytest.approx([0.1, 0.05])

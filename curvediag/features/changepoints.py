@@ -114,8 +114,8 @@ def segments(
                 int(xs[-1]),
                 float(np.median(ys)),
                 change,
-                lines.edge(a, a + m, a - 0.5),
-                lines.edge(b - m, b, b - 0.5),
+                float(_clamped(y, lines, np.array([a]), np.array([a + m]), np.array([a - 0.5]))[0]),
+                float(_clamped(y, lines, np.array([b - m]), np.array([b]), np.array([b - 0.5]))[0]),
             )
         )
     return segs
@@ -154,6 +154,19 @@ def optimal_partition(y: np.ndarray, min_size: int, pen: float) -> list[int]:
     return sorted(bounds)
 
 
+def _clamped(
+    y: np.ndarray, lines: _Lines, a: np.ndarray, e: np.ndarray, x: np.ndarray
+) -> np.ndarray:
+    """The line through each window ``y[a:e]`` at ``x``, kept inside the window's own range: a
+    line through a steep initial drop, extrapolated half a bin, would otherwise put the level
+    far below every value the curve took there. O(total window length); windows are short."""
+    out = lines.at(a, e, x)
+    for k in range(out.size):
+        w = y[int(a[k]) : int(e[k])]
+        out[k] = min(max(out[k], float(w.min())), float(w.max()))
+    return out
+
+
 def _real_jumps(y: np.ndarray, lines: _Lines, candidates: list[int], m: int) -> list[int]:
     """The candidate boundaries where the curve jumps (see the module docstring)."""
     n = y.size
@@ -166,11 +179,15 @@ def _real_jumps(y: np.ndarray, lines: _Lines, candidates: list[int], m: int) -> 
     # the jump at every boundary b (before index b): right line minus left line at b - 0.5
     b = np.arange(2, n - 1)
     x = b - 0.5
-    jump = lines.at(b, np.minimum(n, b + m), x) - lines.at(np.maximum(0, b - m), b, x)
+    right = _clamped(y, lines, b, np.minimum(n, b + m), x)
+    left = _clamped(y, lines, np.maximum(0, b - m), b, x)
+    jump = right - left
     kept: list[tuple[int, float]] = []
     for c in candidates:
-        # the staircase of a decay puts candidates near a jump, not on it: look around
-        lo, hi = max(2, c - m), min(n - 2, c + m)
+        # the staircase of a decay puts candidates near a jump, not on it: look around; never
+        # closer to an end than a segment's minimum size, or a line through the first two
+        # points of a steep initial drop is extrapolated into a jump that is not there
+        lo, hi = max(2, m, c - m), min(n - 2, n - m, c + m)
         if hi < lo:
             continue
         window = jump[lo - 2 : hi - 1]

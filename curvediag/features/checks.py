@@ -279,6 +279,9 @@ def _into_range(usual: float, trainer: bool, optim: str) -> float:
         "cfg.clip_on_arg": "max_grad_norm=1.0 when clipping is off, else None",
         "cfg.length_grouping_arg": "the argument that groups batches by length in the run's "
         "transformers version",
+        "cfg.adaptive_optimizer": "the run's configured optimizer (optim / optimizer) adapts its "
+        "step to the gradient's scale: true for Adam, AdamW, Adafactor, Lion, RMSprop, "
+        "Adagrad ...; false for SGD; None when the config does not say",
         "cfg.trainer_run": "the Hugging Face Trainer wrote the run: true (a Trainer state, a "
         "transformers version or the Trainer's end-of-run summary), false (the run's own config "
         "or format shows another training loop: nanoGPT, Lightning, Keras), None when unknown",
@@ -298,7 +301,9 @@ def _cfg(ctx: FeatureContext) -> dict[str, Value]:
     trainer = "hf-trainer" in ctx.run.format or bool(
         meta.max_grad_norm is not None or meta.lr_scheduler_type
     )
-    optim = str(_hp(ctx).get("optim") or _hp(ctx).get("optimizer") or "").lower()
+    optim = str(
+        ctx.settings.optimizer or _hp(ctx).get("optim") or _hp(ctx).get("optimizer") or ""
+    ).lower()
     # Only what the run's own configuration shows narrows the range: a lone trainer_state.json
     # (no optimizer, no model name) is judged against the range of any optimizer, so the same
     # run gets the same verdict from every format that carries the same facts.
@@ -345,7 +350,20 @@ def _cfg(ctx: FeatureContext) -> dict[str, Value]:
         'train_sampling_strategy="group_by_length"' if major >= 5 else "group_by_length=True"
     )
     out["cfg.trainer_run"] = _trainer_run(ctx)
+    out["cfg.adaptive_optimizer"] = _adaptive(optim)
     return out
+
+
+#: Optimizers whose step does not scale with the gradient's size (steady clipping is ~harmless).
+_ADAPTIVE = ("adam", "adafactor", "lion", "rmsprop", "adagrad", "adadelta", "lamb", "sophia")
+
+
+def _adaptive(optim: str) -> bool | None:
+    if not optim:
+        return None
+    if any(k in optim for k in _ADAPTIVE):
+        return True
+    return False if "sgd" in optim or "momentum" in optim else None
 
 
 def _warmup_args(ctx: FeatureContext, major: int) -> dict[str, Value]:

@@ -250,6 +250,8 @@ def _perfect(st: dict[str, Value]) -> float | None:
         "score.error_reduction": "score.gain / the distance from the first value to a perfect "
         "score (1 or 100 for bounded higher-is-better scores, 0 for error rates); None when "
         "the score has no known bound",
+        "score.first_at_perfect": "the first evaluation already scored (within 0.5% of) the "
+        "perfect value of a bounded score (accuracy 1.0, WER 0): it cannot improve",
         "score.range": "highest minus lowest score",
         "score.tail": "mean of the last two scores",
         "score.drop_from_best": "how much worse the tail is than the best (>= 0)",
@@ -285,9 +287,11 @@ def _score(ctx: FeatureContext) -> dict[str, Value]:
     perfect = _perfect(st)
     first, gain = st["first"], st["gain"]
     error_reduction = None
+    at_perfect = False
     if perfect is not None and isinstance(first, float) and isinstance(gain, float):
         room = abs(perfect - first)
         error_reduction = gain / room if room > 0 else None
+        at_perfect = room <= 0.005 * max(abs(perfect), 1.0)
     classes = _num_classes(ctx.run)
     is_accuracy = bool(set(_tokens(name)) & _ACCURACY)
     chance = 1.0 / classes if classes and is_accuracy else None
@@ -305,6 +309,7 @@ def _score(ctx: FeatureContext) -> dict[str, Value]:
         "score.gain": st["gain"],
         "score.rel_gain": st["rel_gain"],
         "score.error_reduction": error_reduction,
+        "score.first_at_perfect": at_perfect,
         "score.range": st["range"],
         "score.tail": st["tail"],
         "score.drop_from_best": st["drop_from_best"],

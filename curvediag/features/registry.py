@@ -137,6 +137,10 @@ def feature_group(
     return deco
 
 
+#: Settings given as text, not numbers.
+TEXT_SETTINGS = frozenset({"optimizer"})
+
+
 @dataclass
 class FeatureSettings:
     """Settings that change how features are computed (overridable as ``features.<name>``).
@@ -157,6 +161,8 @@ class FeatureSettings:
             noise variance x log(points): higher finds fewer, larger level changes.
         confidence_full_points: A finding's confidence is its rule's confidence scaled by
             sqrt(points / this), capped at 1: fewer logged points, less confidence.
+        optimizer: The run's optimizer (``adamw_torch``, ``sgd`` ...); ``None`` means "what the
+            run's config says" (a lone trainer_state.json does not say).
     """
 
     max_grad_norm: float | None = None
@@ -169,13 +175,19 @@ class FeatureSettings:
     warmup_reach_share: float = 0.98
     changepoint_penalty: float = 12.0
     confidence_full_points: float = 10.0
+    optimizer: str | None = None
 
     def update(self, values: Mapping[str, Any]) -> None:
         for key, value in values.items():
             if not hasattr(self, key):
                 known = ", ".join(sorted(self.__dataclass_fields__))
                 raise KeyError(f"unknown feature setting {key!r} (known: {known})")
-            setattr(self, key, None if value is None else float(value))
+            if value is None:
+                setattr(self, key, None)
+            elif key in TEXT_SETTINGS:
+                setattr(self, key, str(value))
+            else:
+                setattr(self, key, float(value))
 
 
 class Unavailable:

@@ -7,9 +7,9 @@ Canonical names are slash-namespaced: ``train/loss``, ``train/grad_norm``,
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
-__all__ = ["ALIASES", "STEP_COLUMNS", "canonical_name"]
+__all__ = ["ALIASES", "STEP_COLUMNS", "canonical_name", "paired_names"]
 
 #: Exact (case-insensitive) spellings -> canonical name.
 ALIASES: dict[str, str] = {
@@ -152,3 +152,47 @@ def canonical_name(
         if low_key.startswith(prefix) and len(key) > len(prefix):
             return ns + key[len(prefix) :]
     return f"{namespace}/{_SLUG.sub('_', key)}"
+
+
+def paired_names(
+    keys: Iterable[str],
+    *,
+    namespace: str = "train",
+    extra: Mapping[str, str] | None = None,
+    counts: Mapping[str, int] | None = None,
+) -> dict[str, str]:
+    """Canonical names for a run's keys, aware of Lightning's ``<name>_step``/``_epoch`` pairs.
+
+    A metric logged with both ``on_step`` and ``on_epoch`` (``self.log(..., on_step=True,
+    on_epoch=True)``) gets both keys, in every logger Lightning writes to (CSV, TensorBoard, W&B).
+    For training metrics the per-step one is the curve (``train_loss_step`` -> train/loss) and
+    the epoch aggregate keeps an ``_epoch`` suffix (train/loss_epoch); for validation metrics
+    the epoch aggregate is the curve (``val_loss_epoch`` -> eval/loss) and the per-step one
+    keeps its suffix. Without this both would land in one series, the epoch means (the first
+    one spanning the whole first epoch) interleaved with single-batch values. Given ``counts``
+    (points per key), a training metric whose per-step series has fewer points than its epoch
+    series (epochs shorter than ``log_every_n_steps``) takes the epoch series as its curve. A
+    key the user mapped in ``extra`` keeps that mapping.
+    """
+    present = set(keys)
+    out: dict[str, str] = {}
+    for key in present:
+        if extra and key in extra:
+            out[key] = canonical_name(key, namespace=namespace, extra=extra)
+            continue
+        name = canonical_name(key, namespace=namespace, extra=extra)
+        for suffix, other in (("_step", "_epoch"), ("_epoch", "_step")):
+            base = key[: -len(suffix)]
+            if key.endswith(suffix) and base and base + other in present:
+                canon = canonical_name(base, namespace=namespace, extra=extra)
+                primary = "_epoch" if canon.startswith("eval/") else "_step"
+                if (
+                    primary == "_step"
+                    and counts is not None
+                    and counts.get(base + "_step", 0) < counts.get(base + "_epoch", 0)
+                ):
+                    primary = "_epoch"
+                name = canon if suffix == primary else canon + suffix
+                break
+        out[key] = name
+    return out

@@ -53,7 +53,7 @@ from curvediag.ingest._tabular import (
     wall_column,
 )
 from curvediag.ingest._tabular import finish_run as _finish
-from curvediag.ingest.aliases import ALIASES, STEP_COLUMNS, canonical_name
+from curvediag.ingest.aliases import ALIASES, STEP_COLUMNS, canonical_name, paired_names
 from curvediag.model import Run
 from curvediag.normalize import OutOfRange
 
@@ -97,25 +97,6 @@ def sniff_lightning(path: Path) -> bool:
     return any(c.endswith("_step") and c[:-5] + "_epoch" in cells for c in cells)
 
 
-def _lightning_namer(columns: list[str], aliases: dict[str, str] | None) -> dict[str, str]:
-    present = set(columns)
-    out: dict[str, str] = {}
-    for col in columns:
-        if aliases and col in aliases:
-            out[col] = canonical_name(col, extra=aliases)
-            continue
-        name = canonical_name(col, extra=aliases)
-        for suffix, other in (("_step", "_epoch"), ("_epoch", "_step")):
-            base = col[: -len(suffix)]
-            if col.endswith(suffix) and base and base + other in present:
-                canon = canonical_name(base, extra=aliases)
-                primary = "_epoch" if canon.startswith("eval/") else "_step"
-                name = canon if suffix == primary else canon + suffix
-                break
-        out[col] = name
-    return out
-
-
 def read_lightning(path: Path, *, aliases: dict[str, str] | None = None) -> list[Run]:
     """Read a Lightning ``CSVLogger`` ``metrics.csv``."""
     table = parse_csv(path, read_text(path, "Lightning metrics.csv"), "Lightning metrics.csv")
@@ -129,7 +110,7 @@ def read_lightning(path: Path, *, aliases: dict[str, str] | None = None) -> list
     if not integral:
         raise MalformedRunError(path, "the 'step' column has fractional values")
     cols = [c for c in table.columns if c != "step" and not is_unnamed(c)]
-    wanted = _lightning_namer(cols, aliases)
+    wanted = paired_names(cols, extra=aliases, counts={c: table.columns[c].count for c in cols})
     counts = {c: table.columns[c].count for c in cols}
     names, warnings = assign_names(cols, wanted.__getitem__, counts)
     dropped = OutOfRange()
@@ -268,13 +249,20 @@ def _plain_run(
     step_name = find_column(table, STEP_COLUMNS)
     if step_name is None:
         step_name = find_column(table, ["epoch"])
-        if step_name is None:
+        if step_name is not None:
+            warnings.append("no step column: steps are the 'epoch' column")
+        elif _has_loss_column(table, aliases):
+            # a loop that writes one row per epoch (train_loss, val_loss, ...) and no counter
+            warnings.append(
+                "no step or epoch column: each row is one logging step, numbered 1, 2, ... "
+                "(a log written once per epoch reads as epochs)"
+            )
+        else:
             raise MalformedRunError(
                 path,
-                "no step column (looked for " + ", ".join(STEP_COLUMNS) + ", epoch); "
-                f"columns: {describe_columns(table)}",
+                "no step column (looked for " + ", ".join(STEP_COLUMNS) + ", epoch) and no "
+                f"loss column to number by row; columns: {describe_columns(table)}",
             )
-        warnings.append("no step column: steps are the 'epoch' column")
     wall_name = find_column(table, WALL_COLUMNS)
     cols = [c for c in table.columns if c not in {step_name, wall_name} and not is_unnamed(c)]
     if not cols:
@@ -282,8 +270,13 @@ def _plain_run(
             path,
             f"no numeric metric column besides {step_name!r}; columns: {describe_columns(table)}",
         )
-    steps, ok, integral = to_steps(table.columns[step_name])
+    if step_name is None:
+        steps = np.arange(1, table.nrows + 1, dtype=np.int64)
+        ok, integral = np.ones(table.nrows, dtype=bool), True
+    else:
+        steps, ok, integral = to_steps(table.columns[step_name])
     if not integral:
+        assert step_name is not None
         warnings.append(
             f"the step column {step_name!r} has fractional values: steps are row numbers and "
             f"{step_name!r} is kept as a metric"
@@ -296,8 +289,9 @@ def _plain_run(
     warnings.extend(msgs)
     wall = wall_column(table, [wall_name]) if wall_name else None
     dropped = OutOfRange()
+    step_col = table.columns[step_name] if step_name is not None else None
     metrics, restarts = build_metrics(
-        table, names, steps, ok, wall, dropped=dropped, step_col=table.columns[step_name]
+        table, names, steps, ok, wall, dropped=dropped, step_col=step_col
     )
     if not metrics:
         raise MalformedRunError(path, f"no row has both a {step_name!r} and a metric value")
@@ -305,6 +299,15 @@ def _plain_run(
         source=str(path), format=fmt, name=_run_name(path), metrics=metrics, warnings=warnings
     )
     return _finish(run, restarts, dropped=dropped, table=table)
+
+
+def _has_loss_column(table: Table, aliases: dict[str, str] | None) -> bool:
+    """A column that names a train or eval loss (``loss``, ``train_loss``, ``val_loss`` ...)."""
+    return any(
+        canonical_name(c, extra=aliases) in ("train/loss", "eval/loss")
+        for c in table.columns
+        if table.columns[c].count
+    )
 
 
 #: File names that say nothing about the run (Keras' ``training.log``, ``history.csv`` ...): the

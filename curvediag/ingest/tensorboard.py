@@ -8,14 +8,14 @@ and several runs side by side (each becomes its own run). The Trainer's argument
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 import numpy as np
 
 from curvediag.errors import MalformedRunError
 from curvediag.ingest import _tfevents
-from curvediag.ingest.aliases import canonical_name
+from curvediag.ingest.aliases import paired_names
 from curvediag.ingest.layouts import is_event_file
 from curvediag.ingest.trainer_args import apply_trainer_config, parse_args_text
 from curvediag.model import Run, RunMeta
@@ -73,8 +73,19 @@ def _read_group(
     meta = RunMeta()
     warnings: list[str] = []
     texts: dict[str, str] = {}
-    for path, role in members:
-        data = _tfevents.read_event_file(path, warn=False)
+    read = [(_tfevents.read_event_file(path, warn=False), role) for path, role in members]
+    # Lightning's <name>_step / <name>_epoch pairs are named over all the files of a role
+    tags: dict[str, Counter[str]] = defaultdict(Counter)
+    for data, role in read:
+        for tag, col in data.scalars.items():
+            tags[role][tag] += int(col.values.size)
+    named = {
+        role: paired_names(
+            keys, namespace="eval" if role == "eval" else "train", extra=aliases, counts=keys
+        )
+        for role, keys in tags.items()
+    }
+    for data, role in read:
         warnings += data.warnings
         texts.update(data.texts)
         for k, v in data.hparams.items():
@@ -84,8 +95,7 @@ def _read_group(
                 if col.values.size:
                     meta.summary[tag.removeprefix("train/")] = float(col.values[-1])
                 continue
-            namespace = "eval" if role == "eval" else "train"
-            name = canonical_name(tag, namespace=namespace, extra=aliases)
+            name = named[role][tag]
             if role == "eval" and name.startswith("train/"):
                 name = "eval/" + name.removeprefix("train/")
             steps[name].append(col.steps)

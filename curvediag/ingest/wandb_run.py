@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import json
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 from curvediag.errors import MalformedRunError
 from curvediag.ingest._wandb_log import read_wandb_log
-from curvediag.ingest.aliases import canonical_name
+from curvediag.ingest.aliases import paired_names
 from curvediag.ingest.layouts import WANDB_RUN_DIR
 from curvediag.ingest.trainer_args import apply_trainer_config
 from curvediag.model import Run, RunMeta
@@ -144,6 +144,10 @@ def history_to_run(
     pts: dict[str, tuple[list[int], list[float], list[float]]] = defaultdict(lambda: ([], [], []))
     meta = meta or RunMeta()
     end_keys = _end_of_run_keys(rows)
+    counts: Counter[str] = Counter()
+    for row in rows:
+        counts.update(row.keys())
+    names = paired_names(counts, namespace="train", extra=aliases, counts=counts)
     for i, row in enumerate(rows):
         step_v = as_float(row.get(step_key))
         if step_v is None:
@@ -164,8 +168,7 @@ def history_to_run(
                     continue
                 meta.summary[key.removeprefix("train/")] = num
                 continue
-            cname = canonical_name(key, namespace="train", extra=aliases)
-            s, v, w = pts[cname]
+            s, v, w = pts[names[key]]
             s.append(int(step_v))
             v.append(num)
             w.append(wall_f)

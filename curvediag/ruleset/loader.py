@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from curvediag.errors import RuleSchemaError
 from curvediag.features import FEATURES, FeatureSettings, is_feature
+from curvediag.features.registry import TEXT_SETTINGS
 from curvediag.ruleset.schema import (
     AllOf,
     AnyOf,
@@ -89,7 +90,14 @@ class RuleSet:
                     raise RuleSchemaError(
                         None, None, f"unknown feature setting {pname!r} (known: {known})"
                     )
-                feats[pname] = _as_number(value, key, feats.get(pname, 0.0))
+                if pname in TEXT_SETTINGS:
+                    if not isinstance(value, str) or not value.strip():
+                        raise RuleSchemaError(
+                            None, None, f"override {key!r}: {value!r} is not a name"
+                        )
+                    feats[pname] = value.strip()
+                else:
+                    feats[pname] = _as_number(value, key, feats.get(pname, 0.0))
                 continue
             if rid not in params:
                 raise RuleSchemaError(None, rid, f"override {key!r}: no rule with id {rid!r}")

@@ -338,6 +338,8 @@ def _plateau(b: _Base) -> tuple[set[str], int | None, set[str]]:
 
 @_fault("grad-clipping-saturated")
 def _clipping(b: _Base) -> tuple[set[str], int | None, set[str]]:
+    # the harmful case: an optimizer whose step scales with the (clipped) gradient
+    b.meta.setdefault("hyperparameters", {})["optim"] = "sgd"
     b.grad = b.rng.uniform(12.0, 40.0) * np.exp(b.rng.normal(0, 0.3, b.n))
     b.loss = b.loss * np.exp(b.rng.normal(0, 0.15, b.n))
     return {"grad-clipping-saturated"}, None, {"loss-noisy"}
@@ -347,7 +349,11 @@ def _clipping(b: _Base) -> tuple[set[str], int | None, set[str]]:
 def _exploding(b: _Base) -> tuple[set[str], int | None, set[str]]:
     i = _at(b, 0.4, 0.6)
     b.grad[i:] *= np.exp(np.linspace(0, np.log(b.rng.uniform(20.0, 80.0)), b.n - i))
-    return {"exploding-gradients"}, _step(b, i), {"grad-clipping-saturated"}
+    return (
+        {"exploding-gradients"},
+        _step(b, i),
+        {"grad-clipping-saturated", "grad-clipping-saturated-adam"},
+    )
 
 
 @_fault("grad-norm-vanishing")
