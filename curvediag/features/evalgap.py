@@ -110,12 +110,17 @@ def _late_trend(v: np.ndarray) -> float | None:
     if slope >= 0 or (se > 0 and -slope / se < 2.0):
         return 0.0
     # a curve that is levelling off (a decaying schedule) is not still improving: the last
-    # third of the window must still fall at half the window's pace
+    # third of the window must still fall at half the window's pace, unless the scatter of
+    # those few evaluations cannot tell (its slope within one standard error of that pace)
     tail = y[-max(3, k // 3) :]
     xt = np.arange(tail.size, dtype=np.float64)
     xt -= xt.mean()
     tail_slope = float((xt * (tail - tail.mean())).sum() / (xt * xt).sum())
-    if tail_slope > 0.5 * slope:
+    # the scatter of single evaluations from third differences: a smooth curve that bends
+    # (levelling off) is not scatter, so its levelling is still seen
+    scatter = mad_sigma(np.diff(y, 3)) / np.sqrt(20.0)
+    tail_se = float(scatter / np.sqrt((xt * xt).sum()))
+    if tail_slope > 0.5 * slope + tail_se:
         return 0.0
     return -slope * k
 
