@@ -13,7 +13,7 @@ with two baselines run on the same series:
   at least 0.1%), Overfit ((mean eval - mean train) / mean train > 0.1) and ExplodingTensor
   (any NaN/Inf in a logged value).
 
-Scores, per label category and overall, for each split (``tune`` to ``tune5``: runs the rules
+Scores, per label category and overall, for each split (``tune`` to ``tune6``: runs the rules
 may be tuned on; ``holdout6``: runs collected later and never tuned on), the tunable and held-out
 halves, and all of them:
 recall (expected problems found), precision (claimed problems that the label supports) and the
@@ -529,8 +529,9 @@ def main(argv: list[str] | None = None) -> int:
         "and fourth sessions and tunable since; `tune4`: `holdout4`, collected in the fifth "
         "session, measured blind at 11c3d8f and tunable since; `tune5`: `holdout5`, small runs "
         "collected later in the fifth session, measured blind at 1507222 and 1cbe22d and "
-        "tunable since; `holdout6`: runs collected and labelled in the sixth session by helpers "
-        "who never ran curvediag, never tuned on (see LABELLING.md for every blind "
+        "tunable since; `tune6`: the first 36 runs of `holdout6`, collected in the sixth "
+        "session by helpers who never ran curvediag, measured blind at dea2e7c and tunable "
+        "since; `holdout6`: the other 34, never tuned on (see LABELLING.md for every blind "
         "measurement).",
         "",
         "Recall: labelled problems found (a finding of the label's category or a synonym). "
