@@ -73,6 +73,7 @@ RULE_CATEGORY: dict[str, str | None] = {
     "eval-loss-frozen": "not-learning",
     "eval-loss-not-decreasing": "not-learning",
     "loss-plateau-after-drop": "plateau",
+    "loss-flat-most-of-run": "plateau",
     "still-improving-at-end": "still-improving",
     "eval-still-improving-at-end": "still-improving",
     "run-ended-early": "ended-early",

@@ -196,6 +196,8 @@ def _eval_trend(v: np.ndarray) -> dict[str, Value]:
         "recent improvements kept shrinking at their current rate (geometric extrapolation of "
         "the last gaps); 0 when it stopped falling, or (under 8 evaluations) when its last fall "
         "came right after a rise",
+        "eval.after_min_share": "evaluations after the minimum / all evaluations after the "
+        "first: how much of the run the eval loss spent past its best",
         "eval.rise_z": "the median of the evaluations after the minimum above the minimum (log "
         "scale), in units of the eval loss's own eval-to-eval scatter: a minimum inside a noisy "
         "band scores ~1, a real rise several; None under 4 evaluations or for a loss not "
@@ -238,6 +240,7 @@ def _eval(ctx: FeatureContext) -> dict[str, Value]:
         "eval.train_change": None,
         **_eval_trend(v),
         "eval.rise_z": _rise_z(v, i_min),
+        "eval.after_min_share": (v.size - 1 - i_min) / (v.size - 1) if v.size > 1 else None,
     }
     if ctx.run.get("train/loss") is not None:
         try:

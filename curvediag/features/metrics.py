@@ -252,6 +252,8 @@ def _perfect(st: dict[str, Value]) -> float | None:
         "the score has no known bound",
         "score.first_at_perfect": "the first evaluation already scored (within 0.5% of) the "
         "perfect value of a bounded score (accuracy 1.0, WER 0): it cannot improve",
+        "score.last_near_perfect": "the last evaluation scored within 5% of the perfect value "
+        "of a bounded score (accuracy 0.95+, WER 0.05 or less)",
         "score.range": "highest minus lowest score",
         "score.tail": "mean of the last two scores",
         "score.drop_from_best": "how much worse the tail is than the best (>= 0)",
@@ -292,6 +294,12 @@ def _score(ctx: FeatureContext) -> dict[str, Value]:
         room = abs(perfect - first)
         error_reduction = gain / room if room > 0 else None
         at_perfect = room <= 0.005 * max(abs(perfect), 1.0)
+    last = st["last"]
+    near_perfect = (
+        perfect is not None
+        and isinstance(last, float)
+        and abs(perfect - last) <= 0.05 * max(abs(perfect), 1.0)
+    )
     classes = _num_classes(ctx.run)
     is_accuracy = bool(set(_tokens(name)) & _ACCURACY)
     chance = 1.0 / classes if classes and is_accuracy else None
@@ -310,6 +318,7 @@ def _score(ctx: FeatureContext) -> dict[str, Value]:
         "score.rel_gain": st["rel_gain"],
         "score.error_reduction": error_reduction,
         "score.first_at_perfect": at_perfect,
+        "score.last_near_perfect": near_perfect,
         "score.range": st["range"],
         "score.tail": st["tail"],
         "score.drop_from_best": st["drop_from_best"],
