@@ -14,7 +14,7 @@ with two baselines run on the same series:
   (any NaN/Inf in a logged value).
 
 Scores, per label category and overall, for each split (``tune`` to ``tune6``: runs the rules
-may be tuned on; ``holdout6``: runs collected later and never tuned on), the tunable and held-out
+may be tuned on; ``holdout7``: runs collected later and never tuned on), the tunable and held-out
 halves, and all of them:
 recall (expected problems found), precision (claimed problems that the label supports) and the
 share of healthy runs given a warning or worse. Writes ``benchmarks/results/real_accuracy.md``.
@@ -532,8 +532,9 @@ def main(argv: list[str] | None = None) -> int:
         "collected later in the fifth session, measured blind at 1507222 and 1cbe22d and "
         "tunable since; `tune6`: the first 36 runs of `holdout6`, collected in the sixth "
         "session by helpers who never ran curvediag, measured blind at dea2e7c and tunable "
-        "since; `holdout6`: the other 34, never tuned on (see LABELLING.md for every blind "
-        "measurement).",
+        "since, like the other 34 (measured blind at 5ba56f4); `holdout7`: 48 runs collected "
+        "the same way late in the sixth session, never tuned on (see LABELLING.md for every "
+        "blind measurement).",
         "",
         "Recall: labelled problems found (a finding of the label's category or a synonym). "
         "Precision: findings whose category the label supports (`expected` or `acceptable`; "
