@@ -169,6 +169,8 @@ _COMMON_VOCAB_TOLERANCE = 0.005
         "(K from the run's num_labels / id2label / vocab_size, else 2), or None",
         "chance.level": "ln(K), the cross-entropy of a uniform guess over K classes",
         "chance.distance": "|final loss - ln(K)| / ln(K)",
+        "chance.nats": "|final loss - ln(K)| in nats: exp of it is how many times more (or less) "
+        "probability the model puts on the right class than a uniform guess",
         "chance.source": "where K came from: num_labels, id2label, vocab_size, binary, or a "
         "common vocabulary size (only within 0.5% of its ln, when the run names no vocab_size)",
     },
@@ -205,6 +207,7 @@ def _chance(ctx: FeatureContext) -> dict[str, Value]:
         "chance.k": k,
         "chance.level": math.log(k),
         "chance.distance": d,
+        "chance.nats": d * math.log(k),
         "chance.source": src,
     }
 

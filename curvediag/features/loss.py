@@ -260,6 +260,25 @@ def _progress_lost(v: np.ndarray, k_head: int, k_tail: int, smin_raw: float) -> 
 
 
 @feature_group(
+    "quarters",
+    requires=["train/loss"],
+    features={
+        "quarters.last_rise": "median of the last quarter of the finite train-loss logs over the "
+        "lowest median of the three quarters before it, minus 1: a rise that coarse medians "
+        "still show (on a noisy log a smoothed minimum can be a dip of the noise)",
+    },
+)
+def _quarters(ctx: FeatureContext) -> dict[str, Value]:
+    _, values, _ = train_loss(ctx)
+    v = values[np.isfinite(values)]
+    if v.size < 8:
+        raise InsufficientDataError(f"only {v.size} finite train-loss points (quarters need 8)")
+    meds = [float(np.median(q)) for q in np.array_split(v, 4)]
+    low = min(meds[:3])
+    return {"quarters.last_rise": meds[3] / low - 1.0 if low > 0 else None}
+
+
+@feature_group(
     "nan",
     requires=["train/loss"],
     features={

@@ -48,11 +48,24 @@ def _steptime(ctx: FeatureContext) -> dict[str, Value]:
             j = int(np.searchsorted(steps, st, side="left"))
             if 0 < j <= dt.size and np.isfinite(rt):
                 dt[j - 1] = max(0.0, dt[j - 1] - float(rt))
+    else:
+        # evaluations whose duration was not logged (Lightning, Keras): the gaps next to one
+        # may be that evaluation (before or after a train log at the same step), so they are
+        # not judged
+        evl = ctx.run.get("eval/loss")
+        if evl is not None and evl.steps.size:
+            for at in (
+                np.searchsorted(steps, evl.steps, side="left"),
+                np.searchsorted(steps, evl.steps, side="right"),
+            ):
+                dt[at[(at > 0) & (at <= dt.size)] - 1] = np.nan
     per = dt / np.maximum(dsteps, 1.0)
-    med = float(np.median(per))
+    if not bool(np.isfinite(per).any()):
+        raise InsufficientDataError("every gap between train logs holds an evaluation")
+    med = float(np.nanmedian(per))
     if med <= 0:
         raise InsufficientDataError("wall times do not advance")
-    i = int(np.argmax(per))
+    i = int(np.nanargmax(per))
     return {
         "steptime.median": med,
         "steptime.max_gap_ratio": float(per[i] / med),
