@@ -70,6 +70,7 @@ RULE_CATEGORY: dict[str, str | None] = {
     "loss-at-chance-level": "not-learning",
     "loss-rose-to-chance-level": "not-learning",
     "eval-far-below-train": "eval-mismatch",
+    "eval-loss-exactly-zero": "eval-mismatch",
     "eval-loss-frozen": "not-learning",
     "eval-loss-not-decreasing": "not-learning",
     "loss-plateau-after-drop": "plateau",

@@ -994,3 +994,20 @@ def test_lightning_step_and_epoch_pairs_in_a_wandb_history() -> None:
     assert run.metrics["train/loss"].values.size == 40
     assert run.metrics["train/loss_epoch"].steps.tolist() == [20, 40]
     assert run.metrics["eval/loss"].values.tolist() == pytest.approx([0.1, 0.05])
+
+
+def test_a_pre_2020_run_folder_keeps_its_files_beside_the_history() -> None:
+    """W&B before 0.9 wrote ``run-*/wandb-history.jsonl``, ``config.yaml`` and
+    ``wandb-summary.json`` straight into the run folder, without ``files/`` (real runs:
+    benchmarks/real_runs/wbh_tictactoe_mlp_stuck_ln10 and wbh_mnist_logreg_unnormalized,
+    which read as "no training log found here")."""
+    import curvediag
+
+    root = Path(__file__).resolve().parents[1] / "benchmarks" / "real_runs"
+    run = curvediag.load_run(root / "wbh_tictactoe_mlp_stuck_ln10")
+    loss = run.get("train/loss")
+    assert loss is not None and loss.values.size == 215
+    assert float(loss.values[0]) == pytest.approx(2.3025851, abs=1e-6)  # ln 10 at every step
+    assert "loss-not-decreasing" in curvediag.diagnose(run).finding_ids
+    other = curvediag.load_run(root / "wbh_mnist_logreg_unnormalized")
+    assert other.get("eval/loss") is not None and other.get("train/loss") is not None

@@ -122,6 +122,9 @@ def _adapter_hint(ctx: FeatureContext) -> bool | None:
         "zero.grad_zero_fraction": "fraction of the grad norms logged as exactly 0.0",
         "zero.rl_run": "the run logs rewards or a KL term (an RL objective, whose loss can be "
         "exactly zero or negative by design)",
+        "zero.online_rl": "the run logs rewards earned by the policy itself (episode returns, "
+        "GRPO/PPO rewards, a KL to a reference), not DPO's pairwise rewards of a fixed preference "
+        "set: its loss is not a supervised loss over a fixed dataset",
     },
 )
 def _zero(ctx: FeatureContext) -> dict[str, Value]:
@@ -137,8 +140,14 @@ def _zero(ctx: FeatureContext) -> dict[str, Value]:
         gz = float(np.mean(gf == 0.0)) if gf.size else None
     names = " ".join(ctx.run.metrics).lower()
     rl = "reward" in names or "/kl" in names or "train/kl" in names
+    pairwise = ("chosen", "rejected", "margins", "rewards/accuracies")
+    online = any(
+        ("reward" in m or "episode" in m or m.endswith("/kl")) and not any(p in m for p in pairwise)
+        for m in (n.lower() for n in ctx.run.metrics)
+    )
     return {
         "zero.rl_run": rl,
+        "zero.online_rl": online,
         "zero.fraction": float(zero.sum() / ok.sum()),
         "zero.first_step": int(steps[int(np.argmax(zero))]) if bool(zero.any()) else None,
         "zero.grad_zero_fraction": gz,

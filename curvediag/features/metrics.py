@@ -80,7 +80,20 @@ _LOWER = {
     "bpc",
 }
 #: Parts of an eval metric name that say it is bookkeeping, not a score.
-_NOT_SCORES = ("runtime", "per_second", "epoch", "step", "samples", "time", "lr", "memory")
+#: ... nor TRL's ``mean_token_accuracy`` of a language model: a next-token accuracy that moves a
+#: point or two over a fine-tune while the loss falls is not the task's score, and its "perfect"
+#: 1.0 is out of reach.
+_NOT_SCORES = (
+    "runtime",
+    "per_second",
+    "epoch",
+    "step",
+    "samples",
+    "time",
+    "lr",
+    "memory",
+    "token_accuracy",
+)
 #: Preference order of the ``score`` group: the first family present wins.
 _SCORE_ORDER = (
     ("accuracy", "acc", "acc1", "top1", "exact", "em"),

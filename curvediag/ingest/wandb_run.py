@@ -51,12 +51,23 @@ def _log_files(folder: Path) -> list[Path]:
     return sorted(p for p in folder.glob("run-*.wandb") if p.is_file())
 
 
+def _history_file(folder: Path) -> Path | None:
+    """The ``wandb-history.jsonl`` of an older run folder: under ``files/``, or (W&B before
+    0.9, 2019-2020) beside ``config.yaml`` and ``wandb-summary.json`` in the run folder itself."""
+    for p in (folder / "files" / "wandb-history.jsonl", folder / "wandb-history.jsonl"):
+        if p.is_file():
+            return p
+    return None
+
+
 def run_folders(path: Path) -> list[Path]:
     """W&B run folders at ``path``: the folder itself, or the run folders in it or in ``wandb/``.
 
     ``latest-run`` (a symlink to one of the others) is skipped, so no run is read twice.
     """
-    if _log_files(path) or (path / "files" / "wandb-history.jsonl").is_file():
+    if _log_files(path) or (
+        _history_file(path) is not None and _RUN_DIR.match(path.name) is not None
+    ):
         return [path]
     out = []
     for base in (path, path / "wandb"):
@@ -68,7 +79,7 @@ def run_folders(path: Path) -> list[Path]:
             if (
                 child.is_dir()
                 and _RUN_DIR.match(child.name)
-                and (_log_files(child) or (child / "files" / "wandb-history.jsonl").is_file())
+                and (_log_files(child) or _history_file(child) is not None)
             ):
                 out.append(child)
     return out
@@ -192,10 +203,11 @@ def history_to_run(
 
 def _read_folder(folder: Path, aliases: dict[str, str] | None) -> Run:
     logs = _log_files(folder)
-    if not logs:  # an older run folder: files/wandb-history.jsonl (+ config and summary)
+    history = _history_file(folder)
+    if not logs and history is not None:  # an older run folder: wandb-history.jsonl (+ config)
         from curvediag.ingest.wandb_tables import HISTORY
 
-        run = HISTORY.read_all(folder / "files" / "wandb-history.jsonl", aliases=aliases)[0]
+        run = HISTORY.read_all(history, aliases=aliases)[0]
         return run.model_copy(update={"format": FORMAT})
     meta = RunMeta()
     warnings: list[str] = []
