@@ -91,12 +91,29 @@ def _lr(ctx: FeatureContext) -> dict[str, Value]:
 
 
 def _last_epoch(run: Run) -> float | None:
-    """The highest finite epoch the run logged, or None."""
+    """The highest finite epoch the run logged, or None.
+
+    Without an epoch metric, a plain loop that logs its train and eval loss together once per
+    row, on consecutive steps (train an epoch, evaluate, log), has completed as many epochs as
+    it logged rows.
+    """
     epoch = run.get("train/epoch")
     if epoch is None or len(epoch) == 0:
-        return None
+        return _epochs_by_row(run)
     finite = epoch.values[np.isfinite(epoch.values)]
     return float(finite.max()) if finite.size else None
+
+
+def _epochs_by_row(run: Run) -> float | None:
+    train, ev = run.get("train/loss"), run.get("eval/loss")
+    if train is None or ev is None or len(train) < 2 or len(train) != len(ev):
+        return None
+    steps = train.steps
+    if not np.array_equal(steps, ev.steps) or int(steps[0]) not in (0, 1):
+        return None
+    if not bool(np.all(np.diff(steps) == 1)):
+        return None
+    return float(len(train))
 
 
 @feature_group(
