@@ -68,9 +68,6 @@ class _Lines:
         out: np.ndarray = sy / n + slope * (x - si / n)
         return out
 
-    def edge(self, a: int, e: int, x: float) -> float:
-        return float(self.at(np.array([a]), np.array([e]), np.array([x], dtype=np.float64))[0])
-
 
 def segments(
     steps: np.ndarray, t: np.ndarray, scale: LossScale, penalty: float = 12.0
@@ -114,8 +111,8 @@ def segments(
                 int(xs[-1]),
                 float(np.median(ys)),
                 change,
-                float(_clamped(y, lines, np.array([a]), np.array([a + m]), np.array([a - 0.5]))[0]),
-                float(_clamped(y, lines, np.array([b - m]), np.array([b]), np.array([b - 0.5]))[0]),
+                _clamped_edge(y, lines, a, a + m, a - 0.5),
+                _clamped_edge(y, lines, b - m, b, b - 0.5),
             )
         )
     return segs
@@ -165,6 +162,11 @@ def _clamped(
         w = y[int(a[k]) : int(e[k])]
         out[k] = min(max(out[k], float(w.min())), float(w.max()))
     return out
+
+
+def _clamped_edge(y: np.ndarray, lines: _Lines, a: int, e: int, x: float) -> float:
+    """:func:`_clamped` for one window."""
+    return float(_clamped(y, lines, np.array([a]), np.array([e]), np.array([x]))[0])
 
 
 def _real_jumps(y: np.ndarray, lines: _Lines, candidates: list[int], m: int) -> list[int]:

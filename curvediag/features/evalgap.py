@@ -205,9 +205,7 @@ def _eval_trend(v: np.ndarray) -> dict[str, Value]:
     },
 )
 def _eval(ctx: FeatureContext) -> dict[str, Value]:
-    steps, values = ctx.series("eval/loss")
-    ok = np.isfinite(values)
-    s, v = steps[ok], values[ok]
+    s, v = ctx.finite_series("eval/loss")
     if v.size == 0:
         raise InsufficientDataError("no finite eval-loss values")
     scale = LossScale(v)
@@ -258,8 +256,7 @@ def _rise_z(v: np.ndarray, i_min: int) -> float | None:
     if v.size < 4 or i_min == v.size - 1 or not bool(np.all(v > 0)):
         return None
     t = np.log(v)
-    _, sigma = _local_scatter(t)
-    return float((np.median(t[i_min + 1 :]) - t[i_min]) / sigma)
+    return float((np.median(t[i_min + 1 :]) - t[i_min]) / _scatter(t))
 
 
 def _frozen(s: np.ndarray, v: np.ndarray) -> dict[str, Value]:
@@ -286,9 +283,7 @@ def _frozen(s: np.ndarray, v: np.ndarray) -> dict[str, Value]:
     },
 )
 def _gap(ctx: FeatureContext) -> dict[str, Value]:
-    steps, values = ctx.series("eval/loss")
-    ok = np.isfinite(values)
-    s, v = steps[ok], values[ok]
+    s, v = ctx.finite_series("eval/loss")
     tr = _smoothed_train_at(ctx, s)
     both = np.isfinite(tr) & (np.abs(v) > 0)
     if not bool(both.any()):
@@ -318,9 +313,7 @@ def _gap(ctx: FeatureContext) -> dict[str, Value]:
     },
 )
 def _evalstop(ctx: FeatureContext) -> dict[str, Value]:
-    steps, values = ctx.series("eval/loss")
-    ok = np.isfinite(values)
-    s, v = steps[ok], values[ok]
+    s, v = ctx.finite_series("eval/loss")
     stop = ctx.get("loss.learning_stopped_step")
     after = v[s >= int(stop)] if isinstance(stop, (int, float)) else v[:0]
     change = float(after[-1] / after[0] - 1.0) if after.size >= 2 and after[0] > 0 else None
@@ -333,21 +326,25 @@ SPIKE_HALF_WINDOW = 3
 SPIKE_RECOVERED = 1.2
 
 
-def _local_scatter(t: np.ndarray) -> tuple[np.ndarray, float]:
-    """Each evaluation's local baseline (the median of up to :data:`SPIKE_HALF_WINDOW` evals
-    either side, itself left out) and the robust eval-to-eval scatter, from the second
-    differences (each eval against the mean of its two neighbours), so that a trend, straight
-    or V-shaped, is not taken for noise (floored at 1e-3). ``t``: log eval losses, 3 or more."""
+def _scatter(t: np.ndarray) -> float:
+    """The robust eval-to-eval scatter of log eval losses ``t`` (3 or more), from the second
+    differences (each eval against the mean of its two neighbours), so that a trend, straight or
+    V-shaped, is not taken for noise; floored at 1e-3."""
+    second = t[1:-1] - 0.5 * (t[:-2] + t[2:])
+    # for independent noise of s.d. sigma, a second difference has s.d. sigma * sqrt(1.5)
+    return max(float(1.4826 * np.median(np.abs(second)) / np.sqrt(1.5)), 1e-3)
+
+
+def _local_baseline(t: np.ndarray) -> np.ndarray:
+    """Each evaluation's local baseline: the median of up to :data:`SPIKE_HALF_WINDOW` evals
+    either side, itself left out."""
     n = t.size
     h = SPIKE_HALF_WINDOW
     offsets = np.array([k for k in range(-h, h + 1) if k != 0])
     idx = np.arange(n)[:, None] + offsets[None, :]
     padded = np.where((idx >= 0) & (idx < n), t[np.clip(idx, 0, n - 1)], np.nan)
-    base = np.nanmedian(padded, axis=1)
-    second = t[1:-1] - 0.5 * (t[:-2] + t[2:])
-    # for independent noise of s.d. sigma, a second difference has s.d. sigma * sqrt(1.5)
-    sigma = max(float(1.4826 * np.median(np.abs(second)) / np.sqrt(1.5)), 1e-3)
-    return base, sigma
+    out: np.ndarray = np.nanmedian(padded, axis=1)
+    return out
 
 
 @feature_group(
@@ -371,17 +368,15 @@ def _local_scatter(t: np.ndarray) -> tuple[np.ndarray, float]:
     },
 )
 def _evalspike(ctx: FeatureContext) -> dict[str, Value]:
-    steps, values = ctx.series("eval/loss")
-    ok = np.isfinite(values)
-    s, v = steps[ok], values[ok]
+    s, v = ctx.finite_series("eval/loss")
     n = int(v.size)
     if n < 6:
         raise InsufficientDataError(f"only {n} finite eval-loss values (an eval spike needs 6)")
     if not bool(np.all(v > 0)):
         raise InsufficientDataError("the eval loss is not positive everywhere")
     t = np.log(v)
-    base_all, sigma = _local_scatter(t)
-    base = base_all[1:-1]  # interior evals 1 .. n-2
+    sigma = _scatter(t)
+    base = _local_baseline(t)[1:-1]  # interior evals 1 .. n-2
     inner = t[1:-1]
     resid = inner - base
     peak = (inner > t[:-2]) & (inner > t[2:])

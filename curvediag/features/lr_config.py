@@ -28,9 +28,7 @@ def _lr_config(ctx: FeatureContext) -> dict[str, Value]:
     configured = ctx.run.meta.learning_rate
     if not configured or configured <= 0:
         raise InsufficientDataError("the run's configured learning rate is unknown")
-    steps, values = ctx.series("train/learning_rate")
-    ok = np.isfinite(values)
-    steps, values = steps[ok], values[ok]
+    steps, values = ctx.finite_series("train/learning_rate")
     if values.size == 0:
         raise InsufficientDataError("no finite learning-rate values")
     ratio = values / configured

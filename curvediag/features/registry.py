@@ -224,6 +224,13 @@ class FeatureContext:
             raise InsufficientDataError(f"the run has no {name} series")
         return s.steps, s.values
 
+    def finite_series(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """(steps, values) of a metric's finite points only; raises InsufficientDataError when
+        the metric is missing (it may come back empty when every point is NaN/Inf)."""
+        steps, values = self.series(name)
+        ok = np.isfinite(values)
+        return steps[ok], values[ok]
+
 
 @dataclass
 class FeatureSet:

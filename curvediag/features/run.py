@@ -36,9 +36,7 @@ from curvediag.model import Run
     },
 )
 def _lr(ctx: FeatureContext) -> dict[str, Value]:
-    steps, values = ctx.series("train/learning_rate")
-    ok = np.isfinite(values)
-    steps, values = steps[ok], values[ok]
+    steps, values = ctx.finite_series("train/learning_rate")
     if values.size == 0:
         raise InsufficientDataError("no finite learning-rate values")
     peak = float(values.max())

@@ -90,9 +90,7 @@ def _throughput(ctx: FeatureContext) -> dict[str, Value]:
         raise InsufficientDataError(
             "the run logged no throughput (tokens/samples/steps per second)"
         )
-    steps, values = ctx.series(name)
-    ok = np.isfinite(values)
-    steps, values = steps[ok], values[ok]
+    steps, values = ctx.finite_series(name)
     if values.size < 8:
         raise InsufficientDataError(f"only {values.size} throughput points")
     base = float(np.median(values[: max(2, values.size // 4)]))
