@@ -122,13 +122,12 @@ def test_version_dependent_arguments_exist_in_that_version(version: str, major: 
 
 def test_report_plan_uses_the_runs_version_for_warmup() -> None:
     from curvediag.report.context import ReportContext
-    from curvediag.report.next_run import _ratio_arg
     from curvediag.ruleset.engine import run_rules
     from curvediag.ruleset.loader import load_rules
 
     for version, want in (("4.40.0", "warmup_ratio"), ("5.2.0", "warmup_steps")):
         d = run_rules(_run(version, warmup_ratio=0.01), load_rules())
-        assert _ratio_arg(ReportContext.of(d)) == want
+        assert ReportContext.of(d).warmup_ratio_arg() == want
 
 
 def test_hyperparameter_table_never_names_warmup_ratio_for_a_5x_run() -> None:

@@ -102,6 +102,13 @@ class ReportContext:
         thr = self.number("grad.threshold") or self.number("run.max_grad_norm")
         return (thr, "assumed (Trainer default)") if thr else (None, "unknown")
 
+    def warmup_ratio_arg(self) -> str:
+        """The argument that takes a warmup ratio in the transformers version that wrote the
+        run: ``warmup_ratio`` in 4.x; 5.x removed it and reads a ``warmup_steps`` below 1 as a
+        ratio."""
+        major = self.number("cfg.transformers_major")
+        return "warmup_ratio" if major is not None and major < 5 else "warmup_steps"
+
     def planned_steps(self) -> int | None:
         ms = self.run.meta.max_steps
         if ms and ms > 0:

@@ -95,13 +95,6 @@ def _clipping_on(ctx: ReportContext, f: Finding, why: str) -> Change | None:
     return _setting("max_grad_norm", 0.0, 1.0, why, f.rule_id)
 
 
-def _ratio_arg(ctx: ReportContext) -> str:
-    """The argument that takes a warmup ratio in the transformers version that wrote the run:
-    ``warmup_ratio`` in 4.x; 5.x removed it and reads a ``warmup_steps`` below 1 as a ratio."""
-    major = ctx.number("cfg.transformers_major")
-    return "warmup_ratio" if major is not None and major < 5 else "warmup_steps"
-
-
 def _warmup_share(ctx: ReportContext) -> tuple[float | None, str | None, Any]:
     """(warmup as a share of the planned steps, how it was configured, configured value)."""
     meta = ctx.run.meta
@@ -110,7 +103,7 @@ def _warmup_share(ctx: ReportContext) -> tuple[float | None, str | None, Any]:
         share = meta.warmup_steps / planned if planned else None
         return share, "warmup_steps", meta.warmup_steps
     if meta.warmup_ratio:
-        return meta.warmup_ratio, _ratio_arg(ctx), meta.warmup_ratio
+        return meta.warmup_ratio, ctx.warmup_ratio_arg(), meta.warmup_ratio
     if ctx.feature("lr.has_warmup") is False or meta.warmup_steps == 0:
         return 0.0, None, 0
     return None, None, None
@@ -124,7 +117,7 @@ def _more_warmup(ctx: ReportContext, f: Finding, why: str, target: float = 0.1) 
     if how == "warmup_steps" and planned:
         new = max(int(value) * 2, round(target * planned))
         return _setting("warmup_steps", int(value), new, why, f.rule_id)
-    return _setting(_ratio_arg(ctx), float(value or 0.0), target, why, f.rule_id)
+    return _setting(ctx.warmup_ratio_arg(), float(value or 0.0), target, why, f.rule_id)
 
 
 def _duration(ctx: ReportContext, f: Finding, to_step: int | None, why: str) -> Change | None:

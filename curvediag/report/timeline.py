@@ -173,9 +173,7 @@ def _warmup(ctx: ReportContext) -> list[tuple[int, str, str, str, str | None]]:
     if warm_steps:
         cfg = f" (warmup_steps={warm_steps})"
     elif warm_ratio:
-        major = ctx.number("cfg.transformers_major")
-        arg = "warmup_ratio" if major is not None and major < 5 else "warmup_steps"
-        cfg = f" ({arg}={setting_value(warm_ratio)})"
+        cfg = f" ({ctx.warmup_ratio_arg()}={setting_value(warm_ratio)})"
     planned = ctx.planned_steps() or ctx.run.last_step
     rule = _marked_by(ctx, "warmup")
     if has is False and lr_series is not None:
