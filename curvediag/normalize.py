@@ -243,34 +243,65 @@ def choose_primary_eval(run: Run) -> None:
         )
 
 
-def _pick(cands: list[str], prefer: tuple[str, ...]) -> str | None:
+#: Leaf names that are a loss although they do not say so (an MSE trained directly).
+_LOSS_LEAVES = ("mse", "nll", "cross_entropy", "xent", "bce")
+#: What a loss's leaf name says when it is the total of several (best first).
+_TOTAL_WORDS = (("total",), ("mean", "avg", "overall"))
+
+
+def _leaf(name: str) -> str:
+    return name.lower().split("/", 1)[-1]
+
+
+def _pick(cands: list[str], prefer: tuple[tuple[str, ...], ...]) -> str | None:
+    """The one candidate a tier of preferred words names (looked for in the name without its
+    namespace, so ``train/`` itself prefers nothing); ``None`` when it stays ambiguous."""
     if len(cands) == 1:
         return cands[0]
-    preferred = [c for c in cands if any(p in c.lower() for p in prefer)]
-    return preferred[0] if len(preferred) == 1 else None
+    for words in prefer:
+        preferred = [c for c in cands if any(w in _leaf(c) for w in words)]
+        if len(preferred) == 1:
+            return preferred[0]
+        if preferred:
+            cands = preferred
+    return None
 
 
 def infer_loss_series(run: Run) -> None:
-    """Find the train/eval loss under a free-form name (``Training loss``, ``Logloss``, ...).
+    """Find the train/eval loss under a free-form name (``Training loss``, ``TrainLoss``,
+    ``total_loss`` beside its parts, ``mse`` when nothing is called a loss, ...).
 
     Only used when the canonical name is absent; the choice is recorded as a warning, and a
     user mapping (``--map``) always wins because it produces the canonical name directly.
     """
     train_c: list[str] = []
     eval_c: list[str] = []
-    for k in run.metrics:
-        low = k.lower()
-        if k in ("train/loss", "eval/loss") or "loss" not in low.rsplit("/", 1)[-1]:
-            continue
-        if "scale" in low:
-            continue
-        if k.startswith("eval/") or any(w in low for w in ("val", "test", "eval")):
-            eval_c.append(k)
-        else:
-            train_c.append(k)
+    loss_words: tuple[str, ...] = ("loss",)
+    for loss_words in (("loss",), _LOSS_LEAVES):
+        for k in run.metrics:
+            low = k.lower()
+            leaf = low.rsplit("/", 1)[-1]
+            if k in ("train/loss", "eval/loss") or "scale" in low:
+                continue
+            if loss_words == ("loss",):
+                if "loss" not in leaf:
+                    continue
+            elif leaf.split("_")[-1] not in loss_words and leaf not in loss_words:
+                continue
+            if k.startswith("eval/") or any(w in _leaf(k) for w in ("val", "test", "eval")):
+                eval_c.append(k)
+            else:
+                train_c.append(k)
+        if train_c or eval_c:
+            break
     for target, cands, prefer in (
-        ("train/loss", train_c, ("train",)),
-        ("eval/loss", [c for c in eval_c if not c.startswith("eval/")], ("val", "eval", "test")),
+        ("train/loss", train_c, (("train",), *_TOTAL_WORDS)),
+        (
+            "eval/loss",
+            # eval/<set>_loss is choose_primary_eval's; an eval/mse is only found here
+            [c for c in eval_c if loss_words != ("loss",) or not c.startswith("eval/")],
+            (("val", "eval", "test"), *_TOTAL_WORDS),
+        ),
     ):
         if target in run.metrics or not cands:
             continue

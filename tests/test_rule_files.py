@@ -58,6 +58,8 @@ def test_user_rule_loads_and_fires(tmp_path: Path) -> None:
         (lambda t: t.replace("{loss.tail:.3f}", "{loss.bogus}"), "template field {loss.bogus}"),
         (lambda t: t.replace('op: ">"', 'op: "=~"'), "op"),
         (lambda t: t + "extra_key: 1\n", "extra_key"),
+        # why is printed as written: a field there would show raw in every report
+        (lambda t: t.replace("why: Because.", "why: Since step {loss.tail}."), "why is not a"),
         # a number compared with text, directly or through a parameter
         (lambda t: t.replace("value: $level", 'value: "high"'), "compares with text 'high'"),
         (lambda t: t.replace("level: 2.0", 'level: "two"'), "compares with text 'two'"),

@@ -631,3 +631,42 @@ def test_a_loss_log_without_a_step_column_is_numbered_by_row(tmp_path: Path) -> 
         Path(__file__).resolve().parents[1] / "benchmarks/real_runs/csv_minivit_cifar10"
     )
     assert real.metrics["train/loss"].values.size == 50
+
+
+REAL = Path(__file__).resolve().parents[1] / "benchmarks" / "real_runs"
+
+
+@pytest.mark.parametrize(
+    ("run_id", "train", "evals"),
+    [
+        # a plain loop's CamelCase and spaced columns (Epoch, TrainLoss, ValLoss, mIoU, ...)
+        ("csv_kary_mtl_seg_pose_stuck", "train/TrainLoss", "train/ValLoss"),
+        ("csv_hevisum_spatial_expr", "train/Train_Loss", "train/Val_Loss"),
+        # the one loss column of an autoencoder (epoch, mse_loss, step)
+        ("csv_autoencoder", "train/mse_loss", None),
+        # a regression trained on its MSE, logged as train_mse_step / val_mse_epoch, no "loss"
+        ("pl_dctaxi_fare_mlp", "train/mse", "eval/mse"),
+        # a Lightning module's namespaced loss (s2/loss)
+        ("pl_penn_action_stage2", "train/s2/loss", None),
+        # the total of a physics-informed loss beside its parts (loss_data, loss_pde, ...)
+        ("wbb_pinn_ns_inverse_blowup", "train/total_loss", None),
+        # train_loss beside data_loss and f_loss: "train" is looked for after the namespace
+        ("wbb_pino_darcy_pretrain", "train/train_loss", None),
+    ],
+)
+def test_a_loss_under_a_free_form_name_is_found(run_id: str, train: str, evals: str | None) -> None:
+    (run,) = load_runs(REAL / run_id)
+    assert f"train/loss is taken from {train!r}" in run.warnings
+    assert np.array_equal(run.metrics["train/loss"].values, run.metrics[train].values)
+    if evals is None:
+        assert not any(w.startswith("eval/loss is taken") for w in run.warnings)
+    else:
+        assert f"eval/loss is taken from {evals!r}" in run.warnings
+
+
+def test_parts_of_a_loss_without_a_total_stay_unnamed(tmp_path: Path) -> None:
+    # a GAN's generator and discriminator losses: neither is the run's loss
+    p = tmp_path / "log.csv"
+    p.write_text("epoch,g_loss,d_loss\n1,2.0,0.7\n2,1.8,0.69\n3,1.7,0.7\n", encoding="utf-8")
+    (run,) = tables.read_all(p)
+    assert "train/loss" not in run.metrics

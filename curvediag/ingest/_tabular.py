@@ -443,7 +443,7 @@ def finish_run(
             f"skipped {len(lines)} CSV row(s) with more cells than the header "
             f"(line {', '.join(map(str, lines[:5]))}{', ...' if len(lines) > 5 else ''})"
         )
-    return normalize.finish_run(run, restarts=restarts, dropped=dropped)
+    return normalize.finish_run(run, restarts=restarts, dropped=dropped, infer_loss=True)
 
 
 def describe_columns(table: Table, limit: int = 12) -> str:

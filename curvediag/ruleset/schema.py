@@ -8,6 +8,7 @@ rule file is ever evaluated as code.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -177,12 +178,25 @@ class Rule(_Strict):
         description="template: {feature:fmt} {param} {as.step}; [[...]] is dropped when a "
         "field inside it has no value",
     )
-    why: str = Field(min_length=3)
+    why: str = Field(
+        min_length=3,
+        description="plain text, the same for every run (numbers belong in evidence and fixes)",
+    )
     fixes: list[str] = Field(min_length=1)
     references: list[str] = Field(default_factory=list)
     report: ReportSpec | None = Field(
         default=None, description="timeline event and next-run plan contributions"
     )
+
+    @field_validator("why")
+    @classmethod
+    def _plain(cls, v: str) -> str:
+        if re.search(r"\{[A-Za-z_$]", v):
+            raise ValueError(
+                "why is not a template: it is printed as written, so {...} fields would show "
+                "raw; quote numbers in evidence or fixes"
+            )
+        return v
 
     @field_validator("steps")
     @classmethod
