@@ -1011,3 +1011,26 @@ def test_a_pre_2020_run_folder_keeps_its_files_beside_the_history() -> None:
     assert "loss-not-decreasing" in curvediag.diagnose(run).finding_ids
     other = curvediag.load_run(root / "wbh_mnist_logreg_unnormalized")
     assert other.get("eval/loss") is not None and other.get("train/loss") is not None
+
+
+def test_run_folders_deeper_down_in_a_project_are_found(tmp_path: Path) -> None:
+    # real layouts (holdout10): a script that ran in src/ or code/ leaves src/wandb/run-*/;
+    # pointing at the project folder found nothing ("no training log found here")
+    import shutil
+
+    from curvediag.ingest import load_runs
+
+    real = Path(__file__).resolve().parents[1] / "benchmarks/real_runs"
+    for run_id, sub in (
+        ("wbb_windfarm_lstm_encdec_overfit", "src"),
+        ("wbb_bert_agreement_crash_nohistory", "code"),
+    ):
+        project = tmp_path / run_id
+        shutil.copytree(real / run_id / sub, project / sub)
+        (project / "node" / ".cache" / "wandb").mkdir(parents=True)  # hidden: not searched
+        (runs,) = [load_runs(project)]
+        assert len(runs) == 1 and f"{sub}/wandb/" in str(runs[0].source)
+    assert (
+        load_runs(tmp_path / "wbb_windfarm_lstm_encdec_overfit")[0].metrics["eval/loss"].values.size
+        == 40
+    )

@@ -200,7 +200,8 @@ def _eval_trend(v: np.ndarray) -> dict[str, Value]:
         "first: how much of the run the eval loss spent past its best",
         "eval.rise_z": "how far the eval loss rose above its minimum (log scale), in units "
         "of its own eval-to-eval scatter: when 3+ evaluations follow the minimum, the median of "
-        "the later half of them above the median of the minimum and its two neighbours, else "
+        "the later half of them above the point halfway between the minimum and its lower "
+        "neighbour, else "
         "the median of those after it above the minimum itself. A minimum inside a noisy "
         "band scores ~1, a real rise several; None under 4 evaluations or for a loss not "
         "positive everywhere",
@@ -258,14 +259,14 @@ def _rise_z(v: np.ndarray, i_min: int) -> float | None:
     if v.size < 4 or i_min == v.size - 1 or not bool(np.all(v > 0)):
         return None
     t = np.log(v)
-    # the lowest of many noisy evaluations is a noise extreme: the level there is the median
-    # of the minimum and its two neighbours (a V's bottom keeps its shape, a dip in a flat
-    # band does not); with fewer than 3 evaluations after it, the minimum itself. The level
-    # it rose to is the median of the later half of the evaluations after it, so a gradual
-    # rise counts by where it got to
+    # the lowest of many noisy evaluations is a noise extreme: the level there is halfway
+    # (log scale) between the minimum and its lower neighbour (a V's bottom keeps its depth, a
+    # lone dip in a flat band loses half of it); with fewer than 3 evaluations after it, the
+    # minimum itself. The level it rose to is the median of the later half of the evaluations
+    # after it, so a gradual rise counts by where it got to
     after = t[i_min + 1 :]
     if i_min >= 1 and after.size >= 3:
-        base = float(np.median(t[i_min - 1 : i_min + 2]))
+        base = float(0.5 * (t[i_min] + min(t[i_min - 1], t[i_min + 1])))
         after = after[after.size // 2 :]
     else:
         base = float(t[i_min])

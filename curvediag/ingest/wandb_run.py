@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections import Counter, defaultdict
 from itertools import pairwise
 from pathlib import Path
@@ -61,7 +62,9 @@ def _history_file(folder: Path) -> Path | None:
 
 
 def run_folders(path: Path) -> list[Path]:
-    """W&B run folders at ``path``: the folder itself, or the run folders in it or in ``wandb/``.
+    """W&B run folders at ``path``: the folder itself, or the run folders in it or in ``wandb/``,
+    else in the ``wandb/`` folders deeper down (a project whose script ran in ``src/``, as the
+    TensorBoard reader finds event files at any depth).
 
     ``latest-run`` (a symlink to one of the others) is skipped, so no run is read twice.
     """
@@ -69,19 +72,31 @@ def run_folders(path: Path) -> list[Path]:
         _history_file(path) is not None and _RUN_DIR.match(path.name) is not None
     ):
         return [path]
+    out = [run for base in (path, path / "wandb") for run in _runs_in(base)]
+    if out or not path.is_dir():
+        return out
+    for dirpath, dirnames, _ in os.walk(path):
+        here = Path(dirpath)
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        if here.name == "wandb" and here != path / "wandb":
+            out += _runs_in(here)
+            dirnames[:] = []  # run folders hold no further runs
+    return out
+
+
+def _runs_in(base: Path) -> list[Path]:
+    if not base.is_dir():
+        return []
     out = []
-    for base in (path, path / "wandb"):
-        if not base.is_dir():
+    for child in sorted(base.iterdir()):
+        if child.name == "latest-run" or child.is_symlink():
             continue
-        for child in sorted(base.iterdir()):
-            if child.name == "latest-run" or child.is_symlink():
-                continue
-            if (
-                child.is_dir()
-                and _RUN_DIR.match(child.name)
-                and (_log_files(child) or _history_file(child) is not None)
-            ):
-                out.append(child)
+        if (
+            child.is_dir()
+            and _RUN_DIR.match(child.name)
+            and (_log_files(child) or _history_file(child) is not None)
+        ):
+            out.append(child)
     return out
 
 
