@@ -670,3 +670,29 @@ def test_parts_of_a_loss_without_a_total_stay_unnamed(tmp_path: Path) -> None:
     p.write_text("epoch,g_loss,d_loss\n1,2.0,0.7\n2,1.8,0.69\n3,1.7,0.7\n", encoding="utf-8")
     (run,) = tables.read_all(p)
     assert "train/loss" not in run.metrics
+
+
+def test_a_keras_history_saved_as_json_is_read_by_epoch(tmp_path: Path) -> None:
+    # json.dump(model.fit(...).history): one list per metric, one entry per epoch
+    p = tmp_path / "history.json"
+    p.write_text(
+        '{"loss": [0.9, 0.5, 0.4], "accuracy": [0.6, 0.8, 0.85], "val_loss": [0.7, 0.6, NaN]}',
+        encoding="utf-8",
+    )
+    (run,) = load_runs(p)
+    assert run.metrics["train/loss"].steps.tolist() == [1, 2, 3]
+    assert run.metrics["train/loss"].values.tolist() == [0.9, 0.5, 0.4]
+    assert run.metrics["eval/loss"].values[:2].tolist() == [0.7, 0.6]
+    assert math.isnan(run.metrics["eval/loss"].values[2])
+    assert any("Keras History.history" in w for w in run.warnings)
+    # the real one-epoch history (holdout11 csv_toxicity_bilstm_one_epoch) loads, too short
+    (real,) = load_runs(REAL / "csv_toxicity_bilstm_one_epoch" / "history.json")
+    assert real.metrics["eval/loss"].values.tolist() == pytest.approx([0.04527220502495766])
+
+
+def test_a_json_object_that_is_not_a_history_is_refused_by_name(tmp_path: Path) -> None:
+    p = tmp_path / "history.json"
+    p.write_text('{"loss": [0.9, 0.5], "model": "bilstm"}', encoding="utf-8")
+    with pytest.raises(MalformedRunError, match="'model' holds a str, not a list") as info:
+        load_runs(p)
+    assert str(p) in str(info.value)

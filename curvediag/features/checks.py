@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 from typing import Any
 
 import numpy as np
@@ -125,6 +126,10 @@ def _adapter_hint(ctx: FeatureContext) -> bool | None:
         "zero.online_rl": "the run logs rewards earned by the policy itself (episode returns, "
         "GRPO/PPO rewards, a KL to a reference), not DPO's pairwise rewards of a fixed preference "
         "set: its loss is not a supervised loss over a fixed dataset",
+        "zero.regression": "the run logs a regression error (MAE, RMSE, MSE, MAPE, R2) and no "
+        "classification or language-model score (accuracy, F1, AUC, perplexity, BLEU...), or "
+        "its loss is an MSE/MAE by name: a loss whose scale is the targets', which can fall "
+        "to ~0 on a fitted curve",
     },
 )
 def _zero(ctx: FeatureContext) -> dict[str, Value]:
@@ -148,10 +153,32 @@ def _zero(ctx: FeatureContext) -> dict[str, Value]:
     return {
         "zero.rl_run": rl,
         "zero.online_rl": online,
+        "zero.regression": _regression(ctx),
         "zero.fraction": float(zero.sum() / ok.sum()),
         "zero.first_step": int(steps[int(np.argmax(zero))]) if bool(zero.any()) else None,
         "zero.grad_zero_fraction": gz,
     }
+
+
+#: Leaf-name tokens of regression errors and of classification / language-model scores.
+_REGRESSION_TOKENS = frozenset({"mae", "rmse", "mse", "mape", "smape", "r2", "l1", "huber"})
+_CLASSIFICATION_TOKENS = frozenset(
+    {"acc", "accuracy", "f1", "auc", "auroc", "precision", "recall", "perplexity", "ppl"}
+    | {"bleu", "rouge1", "rouge", "rougel", "wer", "cer", "top1", "top5", "iou", "miou", "map"}
+)
+_TOKEN = re.compile(r"[a-z0-9]+")
+
+
+def _regression(ctx: FeatureContext) -> bool:
+    taken = next((w for w in ctx.run.warnings if w.startswith("train/loss is taken from")), "")
+    if any(t in _REGRESSION_TOKENS for t in _TOKEN.findall(taken.lower().rsplit("/", 1)[-1])):
+        return True
+    regression = classification = False
+    for name in ctx.run.metrics:
+        tokens = set(_TOKEN.findall(name.lower().split("/", 1)[-1]))
+        regression |= bool(tokens & _REGRESSION_TOKENS)
+        classification |= bool(tokens & _CLASSIFICATION_TOKENS)
+    return regression and not classification
 
 
 #: Vocabulary sizes of common model families: a language model's loss stuck at ln(V) is a

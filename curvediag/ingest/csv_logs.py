@@ -23,14 +23,18 @@
     ``train/global_step``, ``trainer/global_step``, ``steps``, ``iteration``, ``iter``,
     ``_step``; ``epoch`` as a last resort). Other numeric columns become metrics through
     :func:`~curvediag.ingest.aliases.canonical_name`; ``wall_time``/``timestamp``/``time`` is
-    the wall time. Nested JSON objects are flattened with ``/``. These two sniff on the file
-    extension alone, so they must come last.
+    the wall time. Nested JSON objects are flattened with ``/``. ``jsonl`` also reads a Keras
+    ``History.history`` saved with ``json.dump`` (``{"loss": [...], "val_loss": [...]}``, one
+    list entry per epoch; a ``.json`` file whose first object key holds a list and whose keys
+    name a loss). These two sniff on the file extension alone, so they must come last.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -43,6 +47,7 @@ from curvediag.ingest._tabular import (
     describe_columns,
     find_column,
     flatten,
+    head_bytes,
     header_cells,
     is_unnamed,
     json_lines,
@@ -225,8 +230,41 @@ def keras_csv_header(cells: list[str]) -> bool:
 
 
 def sniff_plain_jsonl(path: Path) -> bool:
-    """Any ``.jsonl``/``.ndjson`` file."""
-    return path.is_file() and path.suffix.lower() in _JSONL_SUFFIXES
+    """Any ``.jsonl``/``.ndjson`` file, and a Keras history saved as ``.json``."""
+    if not path.is_file():
+        return False
+    return path.suffix.lower() in _JSONL_SUFFIXES or _looks_like_keras_history(path)
+
+
+#: ``{"loss": [`` ... at the start of a Keras ``History.history`` dumped with ``json.dump``.
+_KERAS_HISTORY_HEAD = re.compile(rb'^\s*\{\s*"[^"]{1,200}"\s*:\s*\[')
+_KERAS_LOSS_KEY = re.compile(rb'"[^"]{0,200}loss[^"]{0,200}"\s*:\s*\[', re.IGNORECASE)
+
+
+def _looks_like_keras_history(path: Path) -> bool:
+    if path.suffix.lower() != ".json":
+        return False
+    head = head_bytes(path)
+    return bool(_KERAS_HISTORY_HEAD.match(head)) and bool(_KERAS_LOSS_KEY.search(head))
+
+
+def _keras_history_rows(path: Path, text: str) -> list[dict[str, Any]]:
+    """The per-epoch rows of a Keras ``History.history`` dict (each key a list, one entry per
+    epoch); raises :class:`MalformedRunError` naming the problem when it is not one."""
+    try:
+        obj = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise MalformedRunError(path, f"not valid JSON ({exc})") from None
+    if not isinstance(obj, dict) or not obj:
+        raise MalformedRunError(path, "not a Keras history: the JSON is not an object of lists")
+    lists = {k: v for k, v in obj.items() if isinstance(v, list)}
+    if len(lists) != len(obj):
+        bad = next(k for k in obj if k not in lists)
+        raise MalformedRunError(
+            path, f"not a Keras history: {bad!r} holds a {type(obj[bad]).__name__}, not a list"
+        )
+    n = max(len(v) for v in lists.values())
+    return [{"epoch": i + 1, **{k: v[i] for k, v in lists.items() if i < len(v)}} for i in range(n)]
 
 
 def read_plain_csv(path: Path, *, aliases: dict[str, str] | None = None) -> list[Run]:
@@ -237,7 +275,18 @@ def read_plain_csv(path: Path, *, aliases: dict[str, str] | None = None) -> list
 
 
 def read_plain_jsonl(path: Path, *, aliases: dict[str, str] | None = None) -> list[Run]:
-    """Read a JSON Lines log (one object per line) with a step key."""
+    """Read a JSON Lines log (one object per line) with a step key, or a Keras history."""
+    if path.suffix.lower() == ".json":
+        rows = _keras_history_rows(path, read_text(path, "Keras history"))
+        table = rows_table(rows)
+        run = _plain_run(path, table, JSONL_FORMAT, [], aliases)
+        run.warnings[:] = [
+            "a Keras History.history saved as JSON: one entry per epoch, numbered from 1"
+            if w.startswith("no step column")
+            else w
+            for w in run.warnings
+        ]
+        return [run]
     rows, warnings = json_lines(path, read_text(path, "JSON Lines log"), "JSON Lines log")
     table = rows_table(flatten(r) for r in rows)
     return [_plain_run(path, table, JSONL_FORMAT, warnings, aliases)]

@@ -226,7 +226,9 @@ class RuleTestCase(_Strict):
     meta: dict[str, Any] = Field(default_factory=dict, description="RunMeta fields")
     overrides: dict[str, Scalar] = Field(default_factory=dict)
     expect_values: dict[str, Any] = Field(
-        default_factory=dict, description="feature -> value or [low, high] to check when it fires"
+        default_factory=dict,
+        description="feature -> value or [low, high], checked when the rule fires or stays "
+        "quiet (a quiet case can state the feature that keeps it quiet)",
     )
 
 
