@@ -101,7 +101,9 @@ def _osc(ctx: FeatureContext) -> dict[str, Value]:
     requires=["train/loss", "train/epoch"],
     features={
         "epoch.boundaries": "number of epoch boundaries inside the logged train loss",
-        "epoch.boundary_drop": "median fractional drop of the loss across an epoch boundary",
+        "epoch.boundary_drop": "median fractional drop of the loss across an epoch boundary; "
+        "None (like the drops below) when fewer than two changes within an epoch stand for each "
+        "boundary (a log once or twice per epoch)",
         "epoch.boundary_drop_z": "that drop in units of the typical change between logs",
         "epoch.first_boundary_step": "step of the first epoch boundary",
         "epoch.window_drop": "median fractional drop between the logs just before and just "
@@ -140,6 +142,18 @@ def _epoch(ctx: FeatureContext) -> dict[str, Value]:
     d = np.diff(t)
     crossing = np.zeros(d.size, dtype=bool)
     crossing[idx - 1] = True
+    if int((~crossing).sum()) < 2 * idx.size:
+        # one or two logs per epoch: nearly every change crosses a boundary, and there is no
+        # change within an epoch to hold the boundary drops against
+        return {
+            "epoch.window_drop": None,
+            "epoch.window_excess": None,
+            "epoch.window_excess_z": None,
+            "epoch.boundaries": int(idx.size),
+            "epoch.boundary_drop": None,
+            "epoch.boundary_drop_z": None,
+            "epoch.first_boundary_step": int(s[idx[0]]),
+        }
     typical = max(mad_sigma(d[~crossing]), 1e-9) if bool((~crossing).any()) else 1e-9
     drops = -d[idx - 1]
     med = float(np.median(drops))
