@@ -696,3 +696,23 @@ def test_a_json_object_that_is_not_a_history_is_refused_by_name(tmp_path: Path) 
     with pytest.raises(MalformedRunError, match="'model' holds a str, not a list") as info:
         load_runs(p)
     assert str(p) in str(info.value)
+
+
+def test_lightning_hparams_beside_the_log_give_the_planned_length(tmp_path: Path) -> None:
+    # a real run (tune6 pl_vit_rope_tinyimagenet): hparams.yaml says max_epochs: 100 and the
+    # metrics.csv stops in epoch 3; without the file its early stop went unseen
+    (real,) = load_runs(REAL / "pl_vit_rope_tinyimagenet")
+    assert real.meta.num_train_epochs == 100
+    # a nested trainer mapping counts; Python object tags are never constructed
+    log = tmp_path / "version_0"
+    log.mkdir()
+    (log / "metrics.csv").write_text("epoch,step,train_loss\n0,9,2.0\n0,19,1.8\n", "utf-8")
+    (log / "hparams.yaml").write_text("lr: 0.01\ntrainer:\n  max_steps: 500\n", "utf-8")
+    (run,) = load_runs(log)
+    assert run.meta.max_steps == 500 and run.meta.hyperparameters["lr"] == 0.01
+    (log / "hparams.yaml").write_text(
+        "lr: 0.01\nmodel: !!python/object/apply:os.system ['echo pwned']\n", "utf-8"
+    )
+    (run,) = load_runs(log)
+    assert run.meta.max_steps is None
+    assert any("hparams.yaml: not read" in w for w in run.warnings)

@@ -59,6 +59,7 @@ from curvediag.ingest._tabular import (
 )
 from curvediag.ingest._tabular import finish_run as _finish
 from curvediag.ingest.aliases import ALIASES, STEP_COLUMNS, canonical_name, paired_names
+from curvediag.ingest.trainer_args import apply_lightning_hparams
 from curvediag.model import Run
 from curvediag.normalize import OutOfRange
 
@@ -135,6 +136,7 @@ def read_lightning(path: Path, *, aliases: dict[str, str] | None = None) -> list
     if epoch is not None and epoch.present.any():
         last = float(epoch.values[epoch.present][-1])
         run.meta.epoch = last if np.isfinite(last) else None
+    apply_lightning_hparams(run.meta, path.parent, run.warnings)
     return [_finish(run, set(), dropped=dropped, table=table)]
 
 

@@ -17,7 +17,11 @@ from curvediag.errors import MalformedRunError
 from curvediag.ingest import _tfevents
 from curvediag.ingest.aliases import paired_names
 from curvediag.ingest.layouts import is_event_file
-from curvediag.ingest.trainer_args import apply_trainer_config, parse_args_text
+from curvediag.ingest.trainer_args import (
+    apply_lightning_hparams,
+    apply_trainer_config,
+    parse_args_text,
+)
 from curvediag.model import Run, RunMeta
 from curvediag.normalize import OutOfRange, build_series, finish_run
 
@@ -104,6 +108,7 @@ def _read_group(
     args = texts.get("args/text_summary")
     if args:
         apply_trainer_config(meta, parse_args_text(args))
+    apply_lightning_hparams(meta, run_dir, warnings)
     if meta.summary:
         meta.finished = True
     metrics = {}

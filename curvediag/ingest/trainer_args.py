@@ -2,7 +2,9 @@
 
 TensorBoard keeps them as the JSON text summary ``args/text_summary``; W&B keeps them in the
 run config (``files/config.yaml`` with ``{value: ...}`` nesting, or config records inside the
-binary ``run-*.wandb`` log). The keys are the same everywhere.
+binary ``run-*.wandb`` log). The keys are the same everywhere. Lightning writes the module's
+hyperparameters (``save_hyperparameters()``) to ``hparams.yaml`` beside its ``metrics.csv`` or
+event file: :func:`apply_lightning_hparams` reads it the same way.
 """
 
 from __future__ import annotations
@@ -10,12 +12,50 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
+
+import yaml
 
 from curvediag.model import RunMeta
 from curvediag.normalize import MAX_ABS_VALUE, MAX_STEP, as_float
 
-__all__ = ["apply_trainer_config", "parse_args_text", "unwrap_wandb_config"]
+__all__ = [
+    "apply_lightning_hparams",
+    "apply_trainer_config",
+    "parse_args_text",
+    "unwrap_wandb_config",
+]
+
+#: An ``hparams.yaml`` larger than this is not read (a module's hyperparameters are a few KB).
+HPARAMS_MAX_BYTES = 1 << 20
+
+
+def apply_lightning_hparams(meta: RunMeta, folder: Path, warnings: list[str]) -> None:
+    """Fill ``meta`` from the Lightning ``hparams.yaml`` in ``folder``, when there is one.
+
+    Read with ``yaml.safe_load`` only: a file holding Python object tags (Lightning writes them
+    for objects it cannot represent) is skipped with a warning, never constructed. Keys of a
+    nested ``trainer`` mapping (``max_epochs``, ``max_steps``) count as top-level ones. Only
+    missing fields are filled, so what the log itself says wins.
+    """
+    path = folder / "hparams.yaml"
+    try:
+        if not path.is_file() or path.stat().st_size > HPARAMS_MAX_BYTES:
+            return
+        data = yaml.safe_load(path.read_text(encoding="utf-8", errors="replace"))
+    except (OSError, yaml.YAMLError, RecursionError) as exc:
+        reason = str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__
+        warnings.append(f"{path}: not read ({reason})")
+        return
+    if not isinstance(data, dict):
+        return
+    cfg = {str(k): v for k, v in data.items()}
+    trainer = cfg.get("trainer")
+    if isinstance(trainer, dict):
+        for k, v in trainer.items():
+            cfg.setdefault(str(k), v)
+    apply_trainer_config(meta, cfg)
 
 
 def parse_args_text(text: str) -> dict[str, Any]:
