@@ -95,6 +95,7 @@ RULE_CATEGORY: dict[str, str | None] = {
     # eval and train both got worse after an early best: the rule itself says "not
     # memorisation" but an optimisation problem (LR too high, schedule never decays)
     "eval-loss-rising": "divergence",
+    "eval-loss-rising-no-train": "overfitting",
     "overfitting": "overfitting",
     # rules over the run's own eval score (accuracy, F1, BLEU, WER ...), not only the loss
     "eval-score-falls-after-best": "overfitting",

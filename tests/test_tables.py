@@ -716,3 +716,16 @@ def test_lightning_hparams_beside_the_log_give_the_planned_length(tmp_path: Path
     (run,) = load_runs(log)
     assert run.meta.max_steps is None
     assert any("hparams.yaml: not read" in w for w in run.warnings)
+
+
+def test_a_pandas_series_of_losses_takes_its_name_from_the_file(tmp_path: Path) -> None:
+    # pd.Series(losses).to_csv("loss.csv"): an index column and one column headed "0" (a real
+    # one: holdout12 csv_mblstm_detached_logits_flat, which read as "no loss column")
+    (real,) = load_runs(REAL / "csv_mblstm_detached_logits_flat" / "loss.csv")
+    assert real.metrics["train/loss"].values.size == 121
+    assert any("a pandas Series" in w for w in real.warnings)
+    # the same layout under a name that is not a loss stays an error naming the columns
+    p = tmp_path / "scores.csv"
+    p.write_text(",0\n0,0.5\n1,0.6\n", encoding="utf-8")
+    with pytest.raises(MalformedRunError, match="no loss column"):
+        load_runs(p)

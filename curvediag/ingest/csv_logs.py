@@ -297,6 +297,7 @@ def read_plain_jsonl(path: Path, *, aliases: dict[str, str] | None = None) -> li
 def _plain_run(
     path: Path, table: Table, fmt: str, warnings: list[str], aliases: dict[str, str] | None
 ) -> Run:
+    _name_series_from_file(path, table, warnings, aliases)
     step_name = find_column(table, STEP_COLUMNS)
     if step_name is None:
         step_name = find_column(table, ["epoch"])
@@ -350,6 +351,24 @@ def _plain_run(
         source=str(path), format=fmt, name=_run_name(path), metrics=metrics, warnings=warnings
     )
     return _finish(run, restarts, dropped=dropped, table=table)
+
+
+def _name_series_from_file(
+    path: Path, table: Table, warnings: list[str], aliases: dict[str, str] | None
+) -> None:
+    """A pandas Series saved with ``to_csv`` (an index column and one column headed ``0``)
+    holds the metric its file is named after: ``loss.csv`` -> train/loss."""
+    named = [c for c in table.columns if not is_unnamed(c)]
+    if len(named) != 1 or not named[0].strip().isdigit():
+        return
+    canon = canonical_name(path.stem, extra=aliases)
+    if canon not in ("train/loss", "eval/loss"):
+        return
+    table.columns = {(path.stem if c == named[0] else c): col for c, col in table.columns.items()}
+    warnings.append(
+        f"the only column is headed {named[0]!r} (a pandas Series): it is {canon}, "
+        f"from the file name {path.name!r}"
+    )
 
 
 def _has_loss_column(table: Table, aliases: dict[str, str] | None) -> bool:
