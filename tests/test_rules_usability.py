@@ -69,6 +69,35 @@ def test_rules_test_dir_fails_when_a_case_fails(
     assert "FAIL tail-too-high :: high" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize(
+    ("values", "passes", "detail"),
+    [
+        ("{loss.tail: [2.5, 3.5]}", True, ""),
+        # a quiet case states why it is quiet, and that is checked too
+        ("{loss.tail: [0.0, 0.5]}", False, "loss.tail = "),
+        # YAML 1.1 reads 2.0e5 as text: a clear failure, not a TypeError from deep inside
+        ("{loss.tail: [2.0e5, 3.0e5]}", False, "are not both numbers"),
+    ],
+)
+def test_expect_values_are_checked_and_bad_bounds_named(
+    my_rules: Path, values: str, passes: bool, detail: str
+) -> None:
+    quiet = values.replace("[2.5, 3.5]", "[1.3, 1.5]") if passes else values
+    (my_rules / "tail-too-high.test.yaml").write_text(
+        TESTS.replace(
+            'series: {train/loss: "3.0-0.001x50"}}',
+            f'series: {{train/loss: "3.0-0.001x50"}}, expect_values: {values}}}',
+        ).replace(
+            'series: {train/loss: "1.5-0.001x50"}}',
+            f'series: {{train/loss: "1.5-0.001x50"}}, expect_values: {quiet}}}',
+        ),
+        encoding="utf-8",
+    )
+    results = run_rule_tests([my_rules])
+    assert [r.passed for r in results] == [passes, passes], [r.detail for r in results]
+    assert all(detail in r.detail for r in results)
+
+
 def test_run_rule_tests_loads_rules_beside_the_tests(my_rules: Path) -> None:
     assert rule_files_beside([my_rules]) == [my_rules / "tail-too-high.yaml"]
     results = run_rule_tests([my_rules])

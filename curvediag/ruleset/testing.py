@@ -104,6 +104,11 @@ def run_case(case: RuleTestCase, rule_id: str, ruleset: RuleSet, base: Path) -> 
         for name, want in case.expect_values.items():
             have = features.get(name)
             if isinstance(want, list) and len(want) == 2 and not isinstance(want[0], bool):
+                if not all(isinstance(w, (int, float)) for w in want):
+                    passed = False
+                    # YAML reads 2.0e5 as text (write 2.0e+5 or 200000)
+                    detail = f"{name}: the bounds {want!r} are not both numbers"
+                    break
                 ok = (
                     isinstance(have, (int, float))
                     and not isinstance(have, bool)
