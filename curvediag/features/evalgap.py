@@ -196,6 +196,11 @@ def _eval_trend(v: np.ndarray) -> dict[str, Value]:
         "recent improvements kept shrinking at their current rate (geometric extrapolation of "
         "the last gaps); 0 when it stopped falling, or (under 8 evaluations) when its last fall "
         "came right after a rise",
+        "eval.last_new_min_drop": "how far the last evaluation fell below every earlier one "
+        "(1 - last / earlier minimum); None when it is not a new minimum, under 4 evaluations "
+        "or for a loss not positive everywhere",
+        "eval.last_new_min_z": "that fall (log scale) in units of the eval loss's own "
+        "eval-to-eval scatter",
         "eval.after_min_share": "evaluations after the minimum / all evaluations after the "
         "first: how much of the run the eval loss spent past its best",
         "eval.rise_z": "how far the eval loss rose above its minimum (log scale), in units "
@@ -241,6 +246,7 @@ def _eval(ctx: FeatureContext) -> dict[str, Value]:
         "eval.train_change": None,
         **_eval_trend(v),
         "eval.rise_z": _rise_z(v, i_min),
+        **_last_new_min(v),
         "eval.after_min_share": (v.size - 1 - i_min) / (v.size - 1) if v.size > 1 else None,
     }
     if ctx.run.get("train/loss") is not None:
@@ -271,6 +277,20 @@ def _rise_z(v: np.ndarray, i_min: int) -> float | None:
     else:
         base = float(t[i_min])
     return float((np.median(after) - base) / _scatter(t))
+
+
+def _last_new_min(v: np.ndarray) -> dict[str, Value]:
+    none: dict[str, Value] = {"eval.last_new_min_drop": None, "eval.last_new_min_z": None}
+    if v.size < 4 or not bool(np.all(v > 0)):
+        return none
+    t = np.log(v)
+    before = float(t[:-1].min())
+    if t[-1] >= before:
+        return none
+    return {
+        "eval.last_new_min_drop": float(-np.expm1(t[-1] - before)),
+        "eval.last_new_min_z": float((before - t[-1]) / _scatter(t)),
+    }
 
 
 def _frozen(s: np.ndarray, v: np.ndarray) -> dict[str, Value]:
