@@ -729,3 +729,23 @@ def test_a_pandas_series_of_losses_takes_its_name_from_the_file(tmp_path: Path) 
     p.write_text(",0\n0,0.5\n1,0.6\n", encoding="utf-8")
     with pytest.raises(MalformedRunError, match="no loss column"):
         load_runs(p)
+
+
+def test_a_json_list_of_epoch_records_is_read(tmp_path: Path) -> None:
+    # json.dump(history) of a loop appending one dict per epoch (a real one: holdout13
+    # csv_smiles_vae, which read as "not a recognised training log")
+    (real,) = load_runs(REAL / "csv_smiles_vae" / "history.json")
+    assert real.metrics["train/loss"].values.size == 30
+    assert real.metrics["eval/loss"].steps[:2].tolist() == [1, 2]
+    p = tmp_path / "log.json"
+    p.write_text('[{"loss": 0.9, "val": {"loss": 1.0}}, {"loss": 0.7, "val": {"loss": 0.8}}]')
+    (run,) = load_runs(p)
+    assert run.metrics["train/loss"].steps.tolist() == [1, 2]
+    assert run.metrics["eval/loss"].values.tolist() == [1.0, 0.8]
+
+
+def test_a_wandb_run_folder_under_another_name_is_found(tmp_path: Path) -> None:
+    # a binary run-*.wandb in wandb/latest-run.431162/ (a real one: holdout13
+    # wbb_distilbert_span_nz_eval_rises_5ep): the log file names the folder a run
+    (run,) = load_runs(REAL / "wbb_distilbert_span_nz_eval_rises_5ep")
+    assert "latest-run.431162" in run.source and run.metrics["eval/loss"].values.size == 5

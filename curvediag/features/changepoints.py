@@ -197,6 +197,12 @@ def _real_jumps(y: np.ndarray, lines: _Lines, candidates: list[int], m: int) -> 
         best, best_b = float(window[j]), lo + j
         if abs(best) < threshold:
             continue
+        # the levels either side agree on the jump by their medians too: a line through a
+        # window ending on one outlier (a lone low log of a partial batch) bends its edge by
+        # itself, and the curve around it has not moved
+        moved = float(np.median(y[best_b : best_b + m]) - np.median(y[max(0, best_b - m) : best_b]))
+        if moved * best <= 0 or abs(moved) < threshold:
+            continue
         if kept and best_b - kept[-1][0] < m:  # two candidates found the same jump
             if abs(best) > abs(kept[-1][1]):
                 kept[-1] = (best_b, best)

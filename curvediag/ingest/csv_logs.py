@@ -25,8 +25,9 @@
     :func:`~curvediag.ingest.aliases.canonical_name`; ``wall_time``/``timestamp``/``time`` is
     the wall time. Nested JSON objects are flattened with ``/``. ``jsonl`` also reads a Keras
     ``History.history`` saved with ``json.dump`` (``{"loss": [...], "val_loss": [...]}``, one
-    list entry per epoch; a ``.json`` file whose first object key holds a list and whose keys
-    name a loss). These two sniff on the file extension alone, so they must come last.
+    list entry per epoch) and a JSON list of per-epoch objects (``[{"epoch": 1, "loss": ...}]``):
+    a ``.json`` file that starts that way and names a loss near its start. These two sniff on
+    the file extension alone, so they must come last.
 """
 
 from __future__ import annotations
@@ -238,27 +239,40 @@ def sniff_plain_jsonl(path: Path) -> bool:
     return path.suffix.lower() in _JSONL_SUFFIXES or _looks_like_keras_history(path)
 
 
-#: ``{"loss": [`` ... at the start of a Keras ``History.history`` dumped with ``json.dump``.
-_KERAS_HISTORY_HEAD = re.compile(rb'^\s*\{\s*"[^"]{1,200}"\s*:\s*\[')
-_KERAS_LOSS_KEY = re.compile(rb'"[^"]{0,200}loss[^"]{0,200}"\s*:\s*\[', re.IGNORECASE)
+#: ``{"loss": [`` ... at the start of a Keras ``History.history`` dumped with ``json.dump``,
+#: or ``[{"epoch": 1, "loss": ...`` of a list of per-epoch records.
+_HISTORY_LISTS = re.compile(rb'^\s*\{\s*"[^"]{1,200}"\s*:\s*\[')
+_HISTORY_RECORDS = re.compile(rb"^\s*\[\s*\{")
+_LOSS_LIST_KEY = re.compile(rb'"[^"]{0,200}loss[^"]{0,200}"\s*:\s*\[', re.IGNORECASE)
+_LOSS_KEY = re.compile(rb'"[^"]{0,200}loss[^"]{0,200}"\s*:', re.IGNORECASE)
 
 
 def _looks_like_keras_history(path: Path) -> bool:
     if path.suffix.lower() != ".json":
         return False
     head = head_bytes(path)
-    return bool(_KERAS_HISTORY_HEAD.match(head)) and bool(_KERAS_LOSS_KEY.search(head))
+    if _HISTORY_LISTS.match(head):
+        return bool(_LOSS_LIST_KEY.search(head))
+    return bool(_HISTORY_RECORDS.match(head)) and bool(_LOSS_KEY.search(head))
 
 
 def _keras_history_rows(path: Path, text: str) -> list[dict[str, Any]]:
     """The per-epoch rows of a Keras ``History.history`` dict (each key a list, one entry per
-    epoch); raises :class:`MalformedRunError` naming the problem when it is not one."""
+    epoch), or of a JSON list of per-epoch objects (``[{"epoch": 1, "train_loss": ...}, ...]``);
+    raises :class:`MalformedRunError` naming the problem when it is neither."""
     try:
         obj = json.loads(text)
     except (ValueError, RecursionError) as exc:
         raise MalformedRunError(path, f"not valid JSON ({exc})") from None
+    if isinstance(obj, list) and obj and all(isinstance(r, dict) for r in obj):
+        if any("epoch" in r or "step" in r for r in obj):
+            return [dict(r) for r in obj]
+        return [{"epoch": i + 1, **r} for i, r in enumerate(obj)]
     if not isinstance(obj, dict) or not obj:
-        raise MalformedRunError(path, "not a Keras history: the JSON is not an object of lists")
+        raise MalformedRunError(
+            path,
+            "not a training history: the JSON is neither an object of lists nor a list of objects",
+        )
     lists = {k: v for k, v in obj.items() if isinstance(v, list)}
     if len(lists) != len(obj):
         bad = next(k for k in obj if k not in lists)
@@ -279,15 +293,17 @@ def read_plain_csv(path: Path, *, aliases: dict[str, str] | None = None) -> list
 def read_plain_jsonl(path: Path, *, aliases: dict[str, str] | None = None) -> list[Run]:
     """Read a JSON Lines log (one object per line) with a step key, or a Keras history."""
     if path.suffix.lower() == ".json":
-        rows = _keras_history_rows(path, read_text(path, "Keras history"))
-        table = rows_table(rows)
+        text = read_text(path, "JSON training history")
+        rows = _keras_history_rows(path, text)
+        table = rows_table(flatten(r) for r in rows)
         run = _plain_run(path, table, JSONL_FORMAT, [], aliases)
-        run.warnings[:] = [
-            "a Keras History.history saved as JSON: one entry per epoch, numbered from 1"
-            if w.startswith("no step column")
-            else w
-            for w in run.warnings
-        ]
+        if text.lstrip().startswith("{"):
+            run.warnings[:] = [
+                "a Keras History.history saved as JSON: one entry per epoch, numbered from 1"
+                if w.startswith("no step column")
+                else w
+                for w in run.warnings
+            ]
         return [run]
     rows, warnings = json_lines(path, read_text(path, "JSON Lines log"), "JSON Lines log")
     table = rows_table(flatten(r) for r in rows)

@@ -91,10 +91,10 @@ def _runs_in(base: Path) -> list[Path]:
     for child in sorted(base.iterdir()):
         if child.name == "latest-run" or child.is_symlink():
             continue
-        if (
-            child.is_dir()
-            and _RUN_DIR.match(child.name)
-            and (_log_files(child) or _history_file(child) is not None)
+        # a binary run-*.wandb log names its folder as a run whatever the folder is called
+        # (a run folder copied as wandb/latest-run.<pid>); a history file needs the run name
+        if child.is_dir() and (
+            _log_files(child) or (_RUN_DIR.match(child.name) and _history_file(child) is not None)
         ):
             out.append(child)
     return out
