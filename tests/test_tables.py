@@ -749,3 +749,21 @@ def test_a_wandb_run_folder_under_another_name_is_found(tmp_path: Path) -> None:
     # wbb_distilbert_span_nz_eval_rises_5ep): the log file names the folder a run
     (run,) = load_runs(REAL / "wbb_distilbert_span_nz_eval_rises_5ep")
     assert "latest-run.431162" in run.source and run.metrics["eval/loss"].values.size == 5
+
+
+def test_lightning_configs_nested_or_from_lightningcli_give_the_planned_epochs() -> None:
+    import curvediag
+
+    # LightningCLI's config.yaml (trainer: max_epochs: 300) beside the event file (holdout13
+    # tb_comer_hmer_11of300ep), and a train: section of hparams.yaml (epochs: 30; holdout13
+    # tb_deepsc_europarl_lr_stuck); both stops went unseen
+    for run_id, planned, reached in (
+        ("tb_comer_hmer_11of300ep", 300, 11),
+        ("tb_deepsc_europarl_lr_stuck", 30, 12),
+    ):
+        d = curvediag.diagnose(REAL / run_id)
+        assert d.run.meta.num_train_epochs == planned
+        # Lightning counts epochs from 0: the highest index logged is one less than the epochs
+        assert d.features["run.last_epoch"] == reached
+        f = next(f for f in d.findings if f.rule_id == "run-ended-early")
+        assert f"epoch {reached} of {planned} planned" in f.evidence

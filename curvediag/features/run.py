@@ -89,7 +89,7 @@ def _lr(ctx: FeatureContext) -> dict[str, Value]:
 
 
 def _last_epoch(run: Run) -> float | None:
-    """The highest finite epoch the run logged, or None.
+    """The highest finite epoch the run logged (1-based), or None.
 
     Without an epoch metric, a plain loop that logs its train and eval loss together once per
     row, on consecutive steps (train an epoch, evaluate, log), has completed as many epochs as
@@ -99,7 +99,13 @@ def _last_epoch(run: Run) -> float | None:
     if epoch is None or len(epoch) == 0:
         return _epochs_by_row(run)
     finite = epoch.values[np.isfinite(epoch.values)]
-    return float(finite.max()) if finite.size else None
+    if not finite.size:
+        return None
+    if float(finite.min()) == 0.0 and bool(np.all(finite == np.round(finite))):
+        # whole epochs counted from 0 (Lightning, Keras): the index of the epoch in progress,
+        # so the run reached one more epoch than the highest index ("epoch 10" is the 11th)
+        return float(finite.max()) + 1.0
+    return float(finite.max())
 
 
 def _epochs_by_row(run: Run) -> float | None:

@@ -32,30 +32,43 @@ HPARAMS_MAX_BYTES = 1 << 20
 
 
 def apply_lightning_hparams(meta: RunMeta, folder: Path, warnings: list[str]) -> None:
-    """Fill ``meta`` from the Lightning ``hparams.yaml`` in ``folder``, when there is one.
+    """Fill ``meta`` from the Lightning ``hparams.yaml`` in ``folder``, and from the
+    ``config.yaml`` LightningCLI saves beside it, when there are such files.
 
     Read with ``yaml.safe_load`` only: a file holding Python object tags (Lightning writes them
     for objects it cannot represent) is skipped with a warning, never constructed. Keys of a
-    nested ``trainer`` mapping (``max_epochs``, ``max_steps``) count as top-level ones. Only
-    missing fields are filled, so what the log itself says wins.
+    nested ``trainer`` / ``train`` / ``training`` mapping (``max_epochs``, ``epochs``,
+    ``max_steps``) count as top-level ones. Only missing fields are filled, so what the log
+    itself says wins.
     """
-    path = folder / "hparams.yaml"
+    for name in ("hparams.yaml", "config.yaml"):
+        data = _read_yaml(folder / name, warnings)
+        if not isinstance(data, dict):
+            continue
+        cfg = {str(k): v for k, v in data.items()}
+        if name == "config.yaml" and not isinstance(cfg.get("trainer"), dict):
+            continue  # not LightningCLI's: some other tool's config
+        for section in _TRAINING_SECTIONS:
+            nested = cfg.get(section)
+            if isinstance(nested, dict):
+                for k, v in nested.items():
+                    cfg.setdefault(str(k), v)
+        apply_trainer_config(meta, cfg)
+
+
+#: Mappings of a Lightning config whose keys are the training settings.
+_TRAINING_SECTIONS = ("trainer", "train", "training")
+
+
+def _read_yaml(path: Path, warnings: list[str]) -> Any:
     try:
         if not path.is_file() or path.stat().st_size > HPARAMS_MAX_BYTES:
-            return
-        data = yaml.safe_load(path.read_text(encoding="utf-8", errors="replace"))
+            return None
+        return yaml.safe_load(path.read_text(encoding="utf-8", errors="replace"))
     except (OSError, yaml.YAMLError, RecursionError) as exc:
         reason = str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__
         warnings.append(f"{path}: not read ({reason})")
-        return
-    if not isinstance(data, dict):
-        return
-    cfg = {str(k): v for k, v in data.items()}
-    trainer = cfg.get("trainer")
-    if isinstance(trainer, dict):
-        for k, v in trainer.items():
-            cfg.setdefault(str(k), v)
-    apply_trainer_config(meta, cfg)
+        return None
 
 
 def parse_args_text(text: str) -> dict[str, Any]:
