@@ -173,3 +173,19 @@ def test_a_skip_reason_is_said_once_for_all_the_features_that_need_it() -> None:
         "score.n, score.best: the run logged no eval score; "
         "memory.growth: the run logged no memory usage; the run did not log train/grad_norm"
     )
+
+
+def test_an_unjudgeable_run_names_the_loss_like_series_it_did_log() -> None:
+    # a real GAN (holdout14 pl_genrisk_gan_nan): gen_loss and disc_loss, NaN from step 1; the
+    # reason said "nothing to judge" as if no loss had been logged
+    from pathlib import Path
+
+    import curvediag
+
+    d = curvediag.diagnose(
+        Path(__file__).resolve().parents[1] / "benchmarks/real_runs/pl_genrisk_gan_nan"
+    )
+    assert d.verdict == "inconclusive"
+    reason = d.inconclusive_reason or ""
+    assert "train/gen_loss (320 of 320 values NaN/Inf)" in reason
+    assert "train/disc_loss" in reason and "--map" in reason

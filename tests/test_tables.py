@@ -692,10 +692,27 @@ def test_a_keras_history_saved_as_json_is_read_by_epoch(tmp_path: Path) -> None:
 
 def test_a_json_object_that_is_not_a_history_is_refused_by_name(tmp_path: Path) -> None:
     p = tmp_path / "history.json"
-    p.write_text('{"loss": [0.9, 0.5], "model": "bilstm"}', encoding="utf-8")
-    with pytest.raises(MalformedRunError, match="'model' holds a str, not a list") as info:
+    p.write_text('{"loss": ["low", "lower"], "model": "bilstm"}', encoding="utf-8")
+    with pytest.raises(MalformedRunError, match="no key holding a list of numbers") as info:
         load_runs(p)
     assert str(p) in str(info.value)
+
+
+def test_metadata_beside_the_loss_lists_is_left_out() -> None:
+    # a real one (holdout14 csv_fer_effnetb0_phases): timestamp, backbone, class names and phase
+    # labels before the train_loss / val_loss lists of 90 epochs
+    (run,) = load_runs(REAL / "csv_fer_effnetb0_phases" / "training_history.json")
+    assert run.metrics["train/loss"].values.size == 90
+    assert run.metrics["eval/loss"].values.size == 90
+    assert not any("timestamp" in k or "classes" in k for k in run.metrics)
+
+
+def test_a_pre_2020_wandb_dryrun_folder_is_a_run() -> None:
+    # WANDB_MODE=dryrun wrote wandb/dryrun-<date>-<id>/ (holdout14
+    # wbh_distilbert_treccar_stopped_warmup read as "no training log found here")
+    (run,) = load_runs(REAL / "wbh_distilbert_treccar_stopped_warmup")
+    assert "dryrun-20191202_084400-8fzemqx7" in run.source
+    assert run.metrics["train/loss"].values.size == 20
 
 
 def test_lightning_hparams_beside_the_log_give_the_planned_length(tmp_path: Path) -> None:

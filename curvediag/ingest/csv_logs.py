@@ -241,7 +241,6 @@ def sniff_plain_jsonl(path: Path) -> bool:
 
 #: ``{"loss": [`` ... at the start of a Keras ``History.history`` dumped with ``json.dump``,
 #: or ``[{"epoch": 1, "loss": ...`` of a list of per-epoch records.
-_HISTORY_LISTS = re.compile(rb'^\s*\{\s*"[^"]{1,200}"\s*:\s*\[')
 _HISTORY_RECORDS = re.compile(rb"^\s*\[\s*\{")
 _LOSS_LIST_KEY = re.compile(rb'"[^"]{0,200}loss[^"]{0,200}"\s*:\s*\[', re.IGNORECASE)
 _LOSS_KEY = re.compile(rb'"[^"]{0,200}loss[^"]{0,200}"\s*:', re.IGNORECASE)
@@ -251,7 +250,8 @@ def _looks_like_keras_history(path: Path) -> bool:
     if path.suffix.lower() != ".json":
         return False
     head = head_bytes(path)
-    if _HISTORY_LISTS.match(head):
+    if head.lstrip().startswith(b"{"):
+        # the loss lists may sit after metadata (a timestamp, class names...)
         return bool(_LOSS_LIST_KEY.search(head))
     return bool(_HISTORY_RECORDS.match(head)) and bool(_LOSS_KEY.search(head))
 
@@ -273,11 +273,18 @@ def _keras_history_rows(path: Path, text: str) -> list[dict[str, Any]]:
             path,
             "not a training history: the JSON is neither an object of lists nor a list of objects",
         )
-    lists = {k: v for k, v in obj.items() if isinstance(v, list)}
-    if len(lists) != len(obj):
-        bad = next(k for k in obj if k not in lists)
+    # the curves are the lists of numbers; metadata beside them (a timestamp, class names,
+    # phase labels) is left out
+    lists = {
+        k: v
+        for k, v in obj.items()
+        if isinstance(v, list)
+        and v
+        and all(x is None or (isinstance(x, (int, float)) and not isinstance(x, bool)) for x in v)
+    }
+    if not any("loss" in k.lower() for k in lists):
         raise MalformedRunError(
-            path, f"not a Keras history: {bad!r} holds a {type(obj[bad]).__name__}, not a list"
+            path, "not a training history: no key holding a list of numbers names a loss"
         )
     n = max(len(v) for v in lists.values())
     return [{"epoch": i + 1, **{k: v[i] for k, v in lists.items() if i < len(v)}} for i in range(n)]

@@ -20,7 +20,8 @@ STATE_NAME = "trainer_state.json"
 #: A Trainer checkpoint folder; the group is its step.
 CHECKPOINT_DIR = re.compile(r"^checkpoint-(\d+)$")
 #: A W&B run folder (``wandb/run-20250101_120000-abc123``, ``offline-run-...``).
-WANDB_RUN_DIR = re.compile(r"^(offline-)?run-\d{8}_\d{6}-.+$")
+#: ``dryrun-...`` is what W&B before 0.9 named an offline run (``WANDB_MODE=dryrun``).
+WANDB_RUN_DIR = re.compile(r"^(?:(?:offline-)?run|dryrun)-\d{8}_\d{6}-.+$")
 #: Files an older W&B run folder keeps its history and summary in (under ``files/``).
 WANDB_LEGACY_FILES = ("wandb-history.jsonl", "wandb-summary.json")
 

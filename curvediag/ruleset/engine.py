@@ -9,6 +9,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from curvediag.errors import OutOfMemoryError
 from curvediag.features import FeatureSet, FeatureSettings, Unavailable
 from curvediag.model import Diagnosis, Finding, Run, Severity, SkippedRule
@@ -267,7 +269,7 @@ def inconclusive_reason(run: Run, min_points: int) -> str | None:
     if series is None or len(series) == 0:
         evals = run.get("eval/loss")
         if evals is None or len(evals) == 0:
-            return "no train or eval loss was logged: nothing to judge" + _stop_facts(run)
+            return "no train or eval loss was logged" + _unnamed_losses(run) + _stop_facts(run)
         # the rules judge the train loss (and eval against it): an eval curve alone is not
         # enough to call the run healthy
         return (
@@ -281,6 +283,26 @@ def inconclusive_reason(run: Run, min_points: int) -> str | None:
             f"(curvediag needs {min_points})" + _stop_facts(run)
         )
     return None
+
+
+def _unnamed_losses(run: Run) -> str:
+    """The loss-like series the run did log, none of them taken for its loss (a GAN's
+    generator and discriminator losses), and how many of their values are not finite."""
+    names = sorted(
+        k for k in run.metrics if "loss" in k.rsplit("/", 1)[-1].lower() and len(run.metrics[k])
+    )
+    if not names:
+        return ": nothing to judge"
+    parts = []
+    for k in names[:4]:
+        v = run.metrics[k].values
+        bad = int((~np.isfinite(v)).sum())
+        parts.append(f"{k}" + (f" ({bad} of {v.size} values NaN/Inf)" if bad else ""))
+    more = f" and {len(names) - 4} more" if len(names) > 4 else ""
+    return (
+        f"; none of its loss-like series is the run's loss: {', '.join(parts)}{more} "
+        "(map one onto the loss with --map NAME=train/loss)"
+    )
 
 
 def _stop_facts(run: Run) -> str:
