@@ -273,7 +273,11 @@ def infer_loss_series(run: Run) -> None:
 
     Only used when the canonical name is absent; the choice is recorded as a warning, and a
     user mapping (``--map``) always wins because it produces the canonical name directly.
+    A detector that logs only the parts of its loss (Ultralytics YOLO's ``box_loss``,
+    ``cls_loss``, ``dfl_loss``) trains on their sum, which becomes the loss.
     """
+    for ns in ("train", "eval"):
+        _sum_detection_parts(run, ns)
     train_c: list[str] = []
     eval_c: list[str] = []
     loss_words: tuple[str, ...] = ("loss",)
@@ -310,6 +314,31 @@ def infer_loss_series(run: Run) -> None:
             continue
         run.metrics[target] = run.metrics[chosen].model_copy(update={"name": target})
         run.warnings.append(f"{target} is taken from {chosen!r}")
+
+
+#: The parts of a detector's loss (Ultralytics YOLO v5-v11: box, objectness / distribution
+#: focal, class, mask, keypoint), which it trains on the sum of.
+_DETECTION_PARTS = frozenset(
+    {"box_loss", "cls_loss", "dfl_loss", "obj_loss", "seg_loss", "pose_loss", "kobj_loss"}
+)
+
+
+def _sum_detection_parts(run: Run, ns: str) -> None:
+    target = f"{ns}/loss"
+    if target in run.metrics:
+        return
+    parts = sorted(
+        k for k in run.metrics if k.startswith(ns + "/") and _leaf(k) in _DETECTION_PARTS
+    )
+    if len(parts) < 2:
+        return
+    series = [run.metrics[k] for k in parts]
+    steps = series[0].steps
+    if any(not np.array_equal(x.steps, steps) for x in series[1:]):
+        return
+    total = np.sum([x.values for x in series], axis=0)
+    run.metrics[target] = series[0].model_copy(update={"name": target, "values": total})
+    run.warnings.append(f"{target} is the sum of {', '.join(parts)} (a detector's loss parts)")
 
 
 def finish_run(

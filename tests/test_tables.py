@@ -784,3 +784,19 @@ def test_lightning_configs_nested_or_from_lightningcli_give_the_planned_epochs()
         assert d.features["run.last_epoch"] == reached
         f = next(f for f in d.findings if f.rule_id == "run-ended-early")
         assert f"epoch {reached} of {planned} planned" in f.evidence
+
+
+def test_a_detectors_loss_parts_sum_to_its_loss(tmp_path: Path) -> None:
+    # Ultralytics YOLO's results.csv logs train/box_loss, cls_loss, dfl_loss and their val/
+    # twins, never the total it trains on (a real one: holdout14 csv_cucumber_yolo11n; its
+    # box_loss alone was taken as "one of several evaluation sets" and no train loss was read)
+    (run,) = load_runs(REAL / "csv_cucumber_yolo11n" / "results.csv")
+    parts = [run.metrics[f"train/{p}_loss"].values for p in ("box", "cls", "dfl")]
+    assert np.allclose(run.metrics["train/loss"].values, np.sum(parts, axis=0))
+    assert run.metrics["eval/loss"].values[0] == pytest.approx(1.51782 + 2.43862 + 2.38075)
+    assert not any("several evaluation sets" in w for w in run.warnings)
+    # a GAN's two losses are not parts of one objective: no sum
+    p = tmp_path / "log.csv"
+    p.write_text("epoch,g_loss,d_loss\n1,2.0,0.7\n2,1.8,0.69\n3,1.7,0.7\n", encoding="utf-8")
+    (gan,) = tables.read_all(p)
+    assert "train/loss" not in gan.metrics
