@@ -57,8 +57,10 @@ class Comparison(_Strict):
     value: Scalar = Field(default=None, description="a number, true/false, text or $param")
     otherwise: bool | None = Field(
         default=None,
-        description="result when the feature is unavailable (default: unknown, which skips the "
-        "rule unless the rest of the condition decides)",
+        description="result when the feature is unavailable (its series was not logged or is too "
+        "short; default: unknown, which skips the rule unless the rest of the condition "
+        "decides). A feature computed as no value (None) is not unavailable: a comparison with "
+        "it is false; test it with op: missing",
     )
 
 
