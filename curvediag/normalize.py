@@ -243,6 +243,8 @@ def choose_primary_eval(run: Run) -> None:
         )
 
 
+#: Names of a data split that can follow a loss's name (``.../loss/eval``).
+_SPLITS = frozenset({"train", "training", "eval", "val", "valid", "validation", "test", "dev"})
 #: Leaf names that are a loss although they do not say so (an MSE trained directly).
 _LOSS_LEAVES = ("mse", "nll", "cross_entropy", "xent", "bce")
 #: What a loss's leaf name says when it is the total of several (best first).
@@ -288,11 +290,14 @@ def infer_loss_series(run: Run) -> None:
             if k in ("train/loss", "eval/loss") or "scale" in low:
                 continue
             if loss_words == ("loss",):
-                if "loss" not in leaf:
+                segs = low.split("/")
+                # Loss/train, task/loss/eval: the split named after the loss
+                split_last = len(segs) >= 3 and "loss" in segs[-2] and segs[-1] in _SPLITS
+                if "loss" not in leaf and not split_last:
                     continue
             elif leaf.split("_")[-1] not in loss_words and leaf not in loss_words:
                 continue
-            if k.startswith("eval/") or any(w in _leaf(k) for w in ("val", "test", "eval")):
+            if k.startswith("eval/") or any(w in _leaf(k) for w in ("val", "test", "eval", "dev")):
                 eval_c.append(k)
             else:
                 train_c.append(k)

@@ -652,6 +652,12 @@ REAL = Path(__file__).resolve().parents[1] / "benchmarks" / "real_runs"
         ("wbb_pinn_ns_inverse_blowup", "train/total_loss", None),
         # train_loss beside data_loss and f_loss: "train" is looked for after the namespace
         ("wbb_pino_darcy_pretrain", "train/train_loss", None),
+        # a SummaryWriter's task1_roberta/loss/train and .../loss/eval: the split after the loss
+        (
+            "tb_roberta_sentiment_aug_overfit",
+            "train/task1_roberta/loss/train",
+            "train/task1_roberta/loss/eval",
+        ),
     ],
 )
 def test_a_loss_under_a_free_form_name_is_found(run_id: str, train: str, evals: str | None) -> None:

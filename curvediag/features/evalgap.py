@@ -208,7 +208,8 @@ def _eval_trend(v: np.ndarray) -> dict[str, Value]:
         "the later half of them above the point halfway between the minimum and its lower "
         "neighbour, else "
         "the median of those after it above the minimum itself. A minimum inside a noisy "
-        "band scores ~1, a real rise several; None under 4 evaluations or for a loss not "
+        "band scores ~1, a real rise several; None under 6 evaluations (the scatter of 2-3 "
+        "second differences is a guess) or for a loss not "
         "positive everywhere",
     },
 )
@@ -261,8 +262,13 @@ def _eval(ctx: FeatureContext) -> dict[str, Value]:
     return out
 
 
+#: Evaluations the eval-to-eval scatter needs: under this, two or three second differences
+#: make the scatter a guess, and the rise is judged by the other conditions alone.
+RISE_Z_MIN_EVALS = 6
+
+
 def _rise_z(v: np.ndarray, i_min: int) -> float | None:
-    if v.size < 4 or i_min == v.size - 1 or not bool(np.all(v > 0)):
+    if v.size < RISE_Z_MIN_EVALS or i_min == v.size - 1 or not bool(np.all(v > 0)):
         return None
     t = np.log(v)
     # the lowest of many noisy evaluations is a noise extreme: the level there is halfway
