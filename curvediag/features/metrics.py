@@ -206,8 +206,8 @@ def _metric(run: Run, series: str) -> dict[str, Value]:
     return metric_stats(s.steps, s.values, direction(series))
 
 
-def pick_score_metric(run: Run) -> str | None:
-    """The run's main evaluation score (see the module docstring), or None."""
+def score_candidates(run: Run) -> list[str]:
+    """The eval series that are scores (a known direction, not a loss), in logged order."""
     candidates = []
     for name in run.metrics:
         if not name.startswith("eval/") or any(x in name.lower() for x in _NOT_SCORES):
@@ -215,11 +215,26 @@ def pick_score_metric(run: Run) -> str | None:
         if direction(name) is None or "loss" in _tokens(name):
             continue
         candidates.append(name)
+    return candidates
+
+
+def pick_score_metric(run: Run) -> str | None:
+    """The run's main evaluation score (see the module docstring), or None."""
+    candidates = score_candidates(run)
     for family in _SCORE_ORDER:
         for name in candidates:
             if any(t in family or t.startswith(family) for t in _tokens(name)[1:]):
                 return name
     return candidates[0] if candidates else None
+
+
+def _error_reduction(st: dict[str, Value]) -> float | None:
+    """How much of the way from its first value to a perfect score a bounded score went."""
+    perfect, first, gain = _perfect(st), st["first"], st["gain"]
+    if perfect is None or not isinstance(first, float) or not isinstance(gain, float):
+        return None
+    room = abs(perfect - first)
+    return gain / room if room > 0 else None
 
 
 def _num_classes(run: Run) -> int | None:
@@ -263,6 +278,8 @@ def _perfect(st: dict[str, Value]) -> float | None:
         "score.error_reduction": "score.gain / the distance from the first value to a perfect "
         "score (1 or 100 for bounded higher-is-better scores, 0 for error rates); None when "
         "the score has no known bound",
+        "score.others_error_reduction": "the largest score.error_reduction among the run's other "
+        "bounded eval scores (R2 beside MCC, F1 beside accuracy); None when it logs no other",
         "score.first_at_perfect": "the first evaluation already scored (within 0.5% of) the "
         "perfect value of a bounded score (accuracy 1.0, WER 0): it cannot improve",
         "score.last_near_perfect": "the last evaluation scored within 5% of the perfect value "
@@ -300,13 +317,17 @@ def _score(ctx: FeatureContext) -> dict[str, Value]:
             end = float(np.median(after[-3:]))
             train_change = (end - ref) / abs(ref) if ref != 0 else None
     perfect = _perfect(st)
-    first, gain = st["first"], st["gain"]
-    error_reduction = None
+    first = st["first"]
+    error_reduction = _error_reduction(st)
     at_perfect = False
-    if perfect is not None and isinstance(first, float) and isinstance(gain, float):
-        room = abs(perfect - first)
-        error_reduction = gain / room if room > 0 else None
-        at_perfect = room <= 0.005 * max(abs(perfect), 1.0)
+    if perfect is not None and isinstance(first, float):
+        at_perfect = abs(perfect - first) <= 0.005 * max(abs(perfect), 1.0)
+    others = [
+        _error_reduction(metric_stats(*ctx.series(o), direction(o)))
+        for o in score_candidates(ctx.run)
+        if o != name
+    ]
+    known = [x for x in others if x is not None]
     last = st["last"]
     near_perfect = (
         perfect is not None
@@ -330,6 +351,7 @@ def _score(ctx: FeatureContext) -> dict[str, Value]:
         "score.gain": st["gain"],
         "score.rel_gain": st["rel_gain"],
         "score.error_reduction": error_reduction,
+        "score.others_error_reduction": max(known) if known else None,
         "score.first_at_perfect": at_perfect,
         "score.last_near_perfect": near_perfect,
         "score.range": st["range"],
