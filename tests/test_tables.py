@@ -806,3 +806,40 @@ def test_a_detectors_loss_parts_sum_to_its_loss(tmp_path: Path) -> None:
     p.write_text("epoch,g_loss,d_loss\n1,2.0,0.7\n2,1.8,0.69\n3,1.7,0.7\n", encoding="utf-8")
     (gan,) = tables.read_all(p)
     assert "train/loss" not in gan.metrics
+
+
+def test_ultralytics_args_give_the_plan_and_its_early_stopping(tmp_path: Path) -> None:
+    import shutil
+
+    import curvediag
+
+    # Ultralytics writes args.yaml beside results.csv; holdout14 csv_cucumber_yolo11n's upstream
+    # args.yaml says epochs: 20 and its log holds 10 (the file was not copied: written here)
+    shutil.copy(REAL / "csv_cucumber_yolo11n" / "results.csv", tmp_path / "results.csv")
+    (tmp_path / "args.yaml").write_text("task: detect\nepochs: 20\npatience: 100\n", "utf-8")
+    d = curvediag.diagnose(tmp_path / "results.csv")
+    assert d.run.meta.num_train_epochs == 20
+    assert "run-ended-early" in d.finding_ids
+    assert "epoch 10 of 20 planned" in next(
+        f.evidence for f in d.findings if f.rule_id == "run-ended-early"
+    )
+    # with patience 1 the stop is still early: fitness is best at the last epoch, so early
+    # stopping cannot have fired
+    (tmp_path / "args.yaml").write_text("epochs: 20\npatience: 1\n", "utf-8")
+    d = curvediag.diagnose(tmp_path / "results.csv")
+    assert "run-ended-early" in d.finding_ids
+    # a run whose best fitness lies patience epochs before its end stopped by itself
+    rows = (tmp_path / "results.csv").read_text("utf-8").splitlines()
+    head = rows[0].split(",")
+    i50, i95 = head.index("metrics/mAP50(B)"), head.index("metrics/mAP50-95(B)")
+    cut = []
+    for k, row in enumerate(rows[1:], start=1):
+        cells = row.split(",")
+        if k > 4:  # fitness falls after epoch 4
+            cells[i50], cells[i95] = "0.01", "0.01"
+        cut.append(",".join(cells))
+    (tmp_path / "results.csv").write_text("\n".join([rows[0], *cut]) + "\n", "utf-8")
+    (tmp_path / "args.yaml").write_text("epochs: 20\npatience: 5\n", "utf-8")
+    d = curvediag.diagnose(tmp_path / "results.csv")
+    assert d.run.meta.finished is True and "run-ended-early" not in d.finding_ids
+    assert any("stopped by early stopping" in w for w in d.run.warnings)

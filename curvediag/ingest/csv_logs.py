@@ -60,7 +60,7 @@ from curvediag.ingest._tabular import (
 )
 from curvediag.ingest._tabular import finish_run as _finish
 from curvediag.ingest.aliases import ALIASES, STEP_COLUMNS, canonical_name, paired_names
-from curvediag.ingest.trainer_args import apply_lightning_hparams
+from curvediag.ingest.trainer_args import apply_lightning_hparams, apply_ultralytics_args
 from curvediag.model import Run
 from curvediag.normalize import OutOfRange
 
@@ -373,7 +373,21 @@ def _plain_run(
     run = Run(
         source=str(path), format=fmt, name=_run_name(path), metrics=metrics, warnings=warnings
     )
+    if path.name == "results.csv":
+        apply_ultralytics_args(run.meta, path.parent, run.warnings, _yolo_fitness(table))
     return _finish(run, restarts, dropped=dropped, table=table)
+
+
+def _yolo_fitness(table: Table) -> tuple[np.ndarray, np.ndarray] | None:
+    """Ultralytics' fitness per epoch (0.1 mAP50 + 0.9 mAP50-95 of boxes), or None."""
+    cols = table.columns
+    e, m50, m95 = cols.get("epoch"), cols.get("metrics/mAP50(B)"), cols.get("metrics/mAP50-95(B)")
+    if e is None or m50 is None or m95 is None:
+        return None
+    ok = e.present & m50.present & m95.present
+    if not ok.any():
+        return None
+    return e.values[ok], 0.1 * m50.values[ok] + 0.9 * m95.values[ok]
 
 
 def _name_series_from_file(

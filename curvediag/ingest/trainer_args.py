@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import yaml
 
 from curvediag.model import RunMeta
@@ -23,6 +24,7 @@ from curvediag.normalize import MAX_ABS_VALUE, MAX_STEP, as_float
 __all__ = [
     "apply_lightning_hparams",
     "apply_trainer_config",
+    "apply_ultralytics_args",
     "parse_args_text",
     "unwrap_wandb_config",
 ]
@@ -54,6 +56,35 @@ def apply_lightning_hparams(meta: RunMeta, folder: Path, warnings: list[str]) ->
                 for k, v in nested.items():
                     cfg.setdefault(str(k), v)
         apply_trainer_config(meta, cfg)
+
+
+def apply_ultralytics_args(
+    meta: RunMeta, folder: Path, warnings: list[str], fitness: Any = None
+) -> None:
+    """Fill ``meta`` from the ``args.yaml`` Ultralytics (YOLO) writes beside ``results.csv``:
+    ``epochs`` is the plan. A run that stopped ``patience`` or more epochs after its best
+    fitness (``fitness``: (epochs, values), 0.1 mAP50 + 0.9 mAP50-95) was stopped by its own
+    early stopping, so it finished."""
+    data = _read_yaml(folder / "args.yaml", warnings)
+    if not isinstance(data, dict):
+        return
+    epochs = _as_int(data.get("epochs"), 1)
+    if epochs is None:
+        return
+    if meta.num_train_epochs is None:
+        meta.num_train_epochs = float(epochs)
+    for key, value in data.items():
+        meta.hyperparameters.setdefault(str(key), value)
+    patience = _as_int(data.get("patience"), 1)
+    if patience is None or fitness is None:
+        return
+    ep, fit = fitness
+    if len(ep) and int(ep[-1]) < epochs and int(ep[-1]) - int(ep[int(np.argmax(fit))]) >= patience:
+        meta.finished = True
+        warnings.append(
+            f"stopped by early stopping: {int(ep[-1]) - int(ep[int(np.argmax(fit))])} epochs "
+            f"after its best fitness (patience {patience} in args.yaml)"
+        )
 
 
 #: Mappings of a Lightning config whose keys are the training settings.
