@@ -245,13 +245,16 @@ def choose_primary_eval(run: Run) -> None:
 
 #: Names of a data split that can follow a loss's name (``.../loss/eval``).
 _SPLITS = frozenset({"train", "training", "eval", "val", "valid", "validation", "test", "dev"})
+#: Words in a name that make a loss an evaluation's.
+_EVAL_WORDS = ("val", "test", "eval", "dev")
 #: Leaf names that are a loss although they do not say so (an MSE trained directly).
 _LOSS_LEAVES = ("mse", "nll", "cross_entropy", "xent", "bce")
 #: What a loss's leaf name says when it is the total of several (best first).
 _TOTAL_WORDS = (("total",), ("mean", "avg", "overall"))
 
 
-def _leaf(name: str) -> str:
+def _unscoped(name: str) -> str:
+    """The name without its namespace (``train/s2/loss`` -> ``s2/loss``)."""
     return name.lower().split("/", 1)[-1]
 
 
@@ -261,7 +264,7 @@ def _pick(cands: list[str], prefer: tuple[tuple[str, ...], ...]) -> str | None:
     if len(cands) == 1:
         return cands[0]
     for words in prefer:
-        preferred = [c for c in cands if any(w in _leaf(c) for w in words)]
+        preferred = [c for c in cands if any(w in _unscoped(c) for w in words)]
         if len(preferred) == 1:
             return preferred[0]
         if preferred:
@@ -297,7 +300,9 @@ def infer_loss_series(run: Run) -> None:
                     continue
             elif leaf.split("_")[-1] not in loss_words and leaf not in loss_words:
                 continue
-            if k.startswith("eval/") or any(w in _leaf(k) for w in ("val", "test", "eval", "dev")):
+            if k.startswith("eval/") or any(
+                w in _unscoped(k) for w in ("val", "test", "eval", "dev")
+            ):
                 eval_c.append(k)
             else:
                 train_c.append(k)
@@ -333,7 +338,7 @@ def _sum_detection_parts(run: Run, ns: str) -> None:
     if target in run.metrics:
         return
     parts = sorted(
-        k for k in run.metrics if k.startswith(ns + "/") and _leaf(k) in _DETECTION_PARTS
+        k for k in run.metrics if k.startswith(ns + "/") and _unscoped(k) in _DETECTION_PARTS
     )
     if len(parts) < 2:
         return

@@ -246,8 +246,7 @@ def _eval(ctx: FeatureContext) -> dict[str, Value]:
         "eval.train_change_after_min": None,
         "eval.train_change": None,
         **_eval_trend(v),
-        "eval.rise_z": _rise_z(v, i_min),
-        **_last_new_min(v),
+        **_log_shape(v, i_min),
         "eval.after_min_share": (v.size - 1 - i_min) / (v.size - 1) if v.size > 1 else None,
     }
     if ctx.run.get("train/loss") is not None:
@@ -267,10 +266,30 @@ def _eval(ctx: FeatureContext) -> dict[str, Value]:
 RISE_Z_MIN_EVALS = 6
 
 
-def _rise_z(v: np.ndarray, i_min: int) -> float | None:
-    if v.size < RISE_Z_MIN_EVALS or i_min == v.size - 1 or not bool(np.all(v > 0)):
-        return None
+def _log_shape(v: np.ndarray, i_min: int) -> dict[str, Value]:
+    """``eval.rise_z`` and ``eval.last_new_min_*``: both in units of the scatter of the log
+    eval losses, computed once here (None for a loss not positive everywhere)."""
+    out: dict[str, Value] = {
+        "eval.rise_z": None,
+        "eval.last_new_min_drop": None,
+        "eval.last_new_min_z": None,
+    }
+    if v.size < 4 or not bool(np.all(v > 0)):
+        return out
     t = np.log(v)
+    sigma = _scatter(t)
+    out["eval.rise_z"] = _rise_z(t, i_min, sigma)
+    before = float(t[:-1].min())
+    if t[-1] < before:
+        out["eval.last_new_min_drop"] = float(-np.expm1(t[-1] - before))
+        out["eval.last_new_min_z"] = float((before - t[-1]) / sigma)
+    return out
+
+
+def _rise_z(t: np.ndarray, i_min: int, sigma: float) -> float | None:
+    """How far the log eval losses ``t`` rose above their minimum, in units of ``sigma``."""
+    if t.size < RISE_Z_MIN_EVALS or i_min == t.size - 1:
+        return None
     # the lowest of many noisy evaluations is a noise extreme: the level there is halfway
     # (log scale) between the minimum and its lower neighbour (a V's bottom keeps its depth, a
     # lone dip in a flat band loses half of it); with fewer than 3 evaluations after it, the
@@ -282,21 +301,7 @@ def _rise_z(v: np.ndarray, i_min: int) -> float | None:
         after = after[after.size // 2 :]
     else:
         base = float(t[i_min])
-    return float((np.median(after) - base) / _scatter(t))
-
-
-def _last_new_min(v: np.ndarray) -> dict[str, Value]:
-    none: dict[str, Value] = {"eval.last_new_min_drop": None, "eval.last_new_min_z": None}
-    if v.size < 4 or not bool(np.all(v > 0)):
-        return none
-    t = np.log(v)
-    before = float(t[:-1].min())
-    if t[-1] >= before:
-        return none
-    return {
-        "eval.last_new_min_drop": float(-np.expm1(t[-1] - before)),
-        "eval.last_new_min_z": float((before - t[-1]) / _scatter(t)),
-    }
+    return float((np.median(after) - base) / sigma)
 
 
 def _frozen(s: np.ndarray, v: np.ndarray) -> dict[str, Value]:

@@ -236,7 +236,7 @@ def sniff_plain_jsonl(path: Path) -> bool:
     """Any ``.jsonl``/``.ndjson`` file, and a Keras history saved as ``.json``."""
     if not path.is_file():
         return False
-    return path.suffix.lower() in _JSONL_SUFFIXES or _looks_like_keras_history(path)
+    return path.suffix.lower() in _JSONL_SUFFIXES or _looks_like_json_history(path)
 
 
 #: ``{"loss": [`` ... at the start of a Keras ``History.history`` dumped with ``json.dump``,
@@ -246,7 +246,7 @@ _LOSS_LIST_KEY = re.compile(rb'"[^"]{0,200}loss[^"]{0,200}"\s*:\s*\[', re.IGNORE
 _LOSS_KEY = re.compile(rb'"[^"]{0,200}loss[^"]{0,200}"\s*:', re.IGNORECASE)
 
 
-def _looks_like_keras_history(path: Path) -> bool:
+def _looks_like_json_history(path: Path) -> bool:
     if path.suffix.lower() != ".json":
         return False
     head = head_bytes(path)
@@ -256,7 +256,7 @@ def _looks_like_keras_history(path: Path) -> bool:
     return bool(_HISTORY_RECORDS.match(head)) and bool(_LOSS_KEY.search(head))
 
 
-def _keras_history_rows(path: Path, text: str) -> list[dict[str, Any]]:
+def _json_history_rows(path: Path, text: str) -> list[dict[str, Any]]:
     """The per-epoch rows of a Keras ``History.history`` dict (each key a list, one entry per
     epoch), or of a JSON list of per-epoch objects (``[{"epoch": 1, "train_loss": ...}, ...]``);
     raises :class:`MalformedRunError` naming the problem when it is neither."""
@@ -301,7 +301,7 @@ def read_plain_jsonl(path: Path, *, aliases: dict[str, str] | None = None) -> li
     """Read a JSON Lines log (one object per line) with a step key, or a Keras history."""
     if path.suffix.lower() == ".json":
         text = read_text(path, "JSON training history")
-        rows = _keras_history_rows(path, text)
+        rows = _json_history_rows(path, text)
         table = rows_table(flatten(r) for r in rows)
         run = _plain_run(path, table, JSONL_FORMAT, [], aliases)
         if text.lstrip().startswith("{"):
@@ -374,20 +374,33 @@ def _plain_run(
         source=str(path), format=fmt, name=_run_name(path), metrics=metrics, warnings=warnings
     )
     if path.name == "results.csv":
-        apply_ultralytics_args(run.meta, path.parent, run.warnings, _yolo_fitness(table))
+        patience = apply_ultralytics_args(run.meta, path.parent, run.warnings)
+        if patience is not None:
+            _yolo_early_stop(run, table, patience)
     return _finish(run, restarts, dropped=dropped, table=table)
 
 
-def _yolo_fitness(table: Table) -> tuple[np.ndarray, np.ndarray] | None:
-    """Ultralytics' fitness per epoch (0.1 mAP50 + 0.9 mAP50-95 of boxes), or None."""
+def _yolo_early_stop(run: Run, table: Table, patience: int) -> None:
+    """A YOLO run that stopped ``patience`` or more epochs after its best fitness (Ultralytics'
+    0.1 mAP50 + 0.9 mAP50-95 of boxes) before its planned epochs was stopped by its own early
+    stopping: it finished."""
     cols = table.columns
     e, m50, m95 = cols.get("epoch"), cols.get("metrics/mAP50(B)"), cols.get("metrics/mAP50-95(B)")
-    if e is None or m50 is None or m95 is None:
-        return None
+    planned = run.meta.num_train_epochs
+    if e is None or m50 is None or m95 is None or planned is None:
+        return
     ok = e.present & m50.present & m95.present
     if not ok.any():
-        return None
-    return e.values[ok], 0.1 * m50.values[ok] + 0.9 * m95.values[ok]
+        return
+    epochs = e.values[ok]
+    fitness = 0.1 * m50.values[ok] + 0.9 * m95.values[ok]
+    since_best = int(epochs[-1]) - int(epochs[int(np.argmax(fitness))])
+    if int(epochs[-1]) < planned and since_best >= patience:
+        run.meta.finished = True
+        run.warnings.append(
+            f"stopped by early stopping: {since_best} epochs after its best fitness "
+            f"(patience {patience} in args.yaml)"
+        )
 
 
 def _name_series_from_file(

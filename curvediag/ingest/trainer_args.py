@@ -15,7 +15,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import yaml
 
 from curvediag.model import RunMeta
@@ -29,8 +28,9 @@ __all__ = [
     "unwrap_wandb_config",
 ]
 
-#: An ``hparams.yaml`` larger than this is not read (a module's hyperparameters are a few KB).
-HPARAMS_MAX_BYTES = 1 << 20
+#: A config file (``hparams.yaml``, ``config.yaml``, ``args.yaml``) larger than this is not
+#: read: a run's settings are a few KB.
+CONFIG_MAX_BYTES = 1 << 20
 
 
 def apply_lightning_hparams(meta: RunMeta, folder: Path, warnings: list[str]) -> None:
@@ -58,33 +58,20 @@ def apply_lightning_hparams(meta: RunMeta, folder: Path, warnings: list[str]) ->
         apply_trainer_config(meta, cfg)
 
 
-def apply_ultralytics_args(
-    meta: RunMeta, folder: Path, warnings: list[str], fitness: Any = None
-) -> None:
-    """Fill ``meta`` from the ``args.yaml`` Ultralytics (YOLO) writes beside ``results.csv``:
-    ``epochs`` is the plan. A run that stopped ``patience`` or more epochs after its best
-    fitness (``fitness``: (epochs, values), 0.1 mAP50 + 0.9 mAP50-95) was stopped by its own
-    early stopping, so it finished."""
+def apply_ultralytics_args(meta: RunMeta, folder: Path, warnings: list[str]) -> int | None:
+    """Fill ``meta`` from the ``args.yaml`` Ultralytics (YOLO) writes beside ``results.csv``
+    (``epochs`` is the plan) and return its early-stopping ``patience`` in epochs, or None."""
     data = _read_yaml(folder / "args.yaml", warnings)
     if not isinstance(data, dict):
-        return
+        return None
     epochs = _as_int(data.get("epochs"), 1)
     if epochs is None:
-        return
+        return None
     if meta.num_train_epochs is None:
         meta.num_train_epochs = float(epochs)
     for key, value in data.items():
         meta.hyperparameters.setdefault(str(key), value)
-    patience = _as_int(data.get("patience"), 1)
-    if patience is None or fitness is None:
-        return
-    ep, fit = fitness
-    if len(ep) and int(ep[-1]) < epochs and int(ep[-1]) - int(ep[int(np.argmax(fit))]) >= patience:
-        meta.finished = True
-        warnings.append(
-            f"stopped by early stopping: {int(ep[-1]) - int(ep[int(np.argmax(fit))])} epochs "
-            f"after its best fitness (patience {patience} in args.yaml)"
-        )
+    return _as_int(data.get("patience"), 1)
 
 
 #: Mappings of a Lightning config whose keys are the training settings.
@@ -93,7 +80,7 @@ _TRAINING_SECTIONS = ("trainer", "train", "training")
 
 def _read_yaml(path: Path, warnings: list[str]) -> Any:
     try:
-        if not path.is_file() or path.stat().st_size > HPARAMS_MAX_BYTES:
+        if not path.is_file() or path.stat().st_size > CONFIG_MAX_BYTES:
             return None
         return yaml.safe_load(path.read_text(encoding="utf-8", errors="replace"))
     except (OSError, yaml.YAMLError, RecursionError) as exc:
