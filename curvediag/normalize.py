@@ -14,6 +14,7 @@ for the run's warnings. Wall times beyond :data:`MAX_WALL_TIME` become missing.
 from __future__ import annotations
 
 import math
+import re
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -351,6 +352,39 @@ def _sum_detection_parts(run: Run, ns: str) -> None:
     run.warnings.append(f"{target} is the sum of {', '.join(parts)} (a detector's loss parts)")
 
 
+#: A learning rate under the names Lightning's LearningRateMonitor (``lr-AdamW``,
+#: ``lr-SGD/pg1``), Ultralytics (``lr/pg0``), Keras' TensorBoard callback
+#: (``epoch_learning_rate``) and hand-written loops (``LearnRate``, ``Learning Rate``) write.
+_LR_NAME = re.compile(
+    r"(?:epoch_)?(?:lr|learn(?:ing)?[ _-]?rate)(?:-[a-z][a-z0-9]*)?(?P<group>(?:/|_)pg\d+)?"
+)
+
+
+def infer_lr_series(run: Run) -> None:
+    """Find the learning rate under a free-form name when ``train/learning_rate`` is absent.
+
+    With one LR per parameter group (``lr/pg0``, ``lr/pg1``, ...) the first group's is taken:
+    the groups share the schedule's shape, which is what the rules read. Two differently named
+    rates (a backbone's and a head's) stay ambiguous and nothing is taken.
+    """
+    if "train/learning_rate" in run.metrics:
+        return
+    groups: dict[str, list[tuple[int, str]]] = {}
+    for k in run.metrics:
+        m = _LR_NAME.fullmatch(_unscoped(k)) if k.startswith("train/") else None
+        if m:
+            base = _unscoped(k)[: m.start("group")] if m["group"] else _unscoped(k)
+            number = int(re.sub(r"\D", "", m["group"])) if m["group"] else -1
+            groups.setdefault(base, []).append((number, k))
+    if len(groups) != 1:
+        return
+    chosen = min(next(iter(groups.values())))[1]
+    run.metrics["train/learning_rate"] = run.metrics[chosen].model_copy(
+        update={"name": "train/learning_rate"}
+    )
+    run.warnings.append(f"train/learning_rate is taken from {chosen!r}")
+
+
 def finish_run(
     run: Run,
     *,
@@ -377,5 +411,6 @@ def finish_run(
         )
     if infer_loss:
         infer_loss_series(run)
+        infer_lr_series(run)
     choose_primary_eval(run)
     return run

@@ -670,6 +670,34 @@ def test_a_loss_under_a_free_form_name_is_found(run_id: str, train: str, evals: 
         assert f"eval/loss is taken from {evals!r}" in run.warnings
 
 
+@pytest.mark.parametrize(
+    ("run_id", "source"),
+    [
+        # Lightning's LearningRateMonitor names the rate after its optimizer
+        ("tb_ifood_foodcnn", "train/lr-SGD"),
+        ("tb_crypto_tft_optuna", "train/lr-Ranger"),
+        # Ultralytics logs one rate per parameter group: the first group's is taken
+        ("csv_gallstone_yolo11n_seg", "train/lr/pg0"),
+        # Keras' TensorBoard callback and hand-written loops
+        ("tb_keras_mnist_mlp_5ep", "train/epoch_learning_rate"),
+        ("tb_catdog_lenet_39of100", "train/LearnRate"),
+        ("csv_hevisum_spatial_expr", "train/Learning_Rate"),
+    ],
+)
+def test_a_learning_rate_under_a_free_form_name_is_found(run_id: str, source: str) -> None:
+    (run,) = load_runs(REAL / run_id)
+    assert f"train/learning_rate is taken from {source!r}" in run.warnings
+    lr = run.metrics["train/learning_rate"]
+    assert np.array_equal(lr.values, run.metrics[source].values)
+
+
+def test_two_differently_named_learning_rates_stay_unnamed() -> None:
+    # a backbone's rate and a projection head's: which one drives "the" schedule is a guess
+    (run,) = load_runs(REAL / "wbh_qwen_sapiens_lr_wrap")
+    assert {"train/backbone_lr", "train/proj_lr"} <= set(run.metrics)
+    assert "train/learning_rate" not in run.metrics
+
+
 def test_parts_of_a_loss_without_a_total_stay_unnamed(tmp_path: Path) -> None:
     # a GAN's generator and discriminator losses: neither is the run's loss
     p = tmp_path / "log.csv"

@@ -154,6 +154,9 @@ class FeatureSettings:
             ``inconclusive``: too little to judge a trend, so it is never called healthy.
         ended_early_progress: A run without its end-of-training summary that logged less
             than this share of its planned steps ended early (``run.ended_early``).
+        ended_early_schedule_progress: The same share when the plan is only known from where
+            the learning-rate schedule's decay reaches zero (a scheduler is sometimes built a
+            little longer than the run it drives).
         warmup_start_share: The learning rate starts below this share of its peak when the
             run has a warmup (``lr.has_warmup``).
         warmup_reach_share: Warmup ends at the first log at or above this share of the peak.
@@ -171,6 +174,7 @@ class FeatureSettings:
     flat_tolerance: float = 0.02
     min_points_to_judge: float = 4
     ended_early_progress: float = 0.9
+    ended_early_schedule_progress: float = 0.75
     warmup_start_share: float = 0.5
     warmup_reach_share: float = 0.98
     changepoint_penalty: float = 12.0

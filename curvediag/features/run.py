@@ -33,6 +33,11 @@ from curvediag.model import Run
         "lr.decay_expected": "the configured scheduler decays the learning rate (linear, cosine, "
         "polynomial, ...)",
         "lr.n": "number of logged learning rates",
+        "lr.schedule_shape": "linear or cosine: the shape of a smooth decay from the peak that "
+        "the logged rates follow closely enough to tell where it reaches zero",
+        "lr.schedule_end_step": "the step at which that decay reaches zero (where the schedule "
+        "was built to end)",
+        "lr.schedule_progress": "last logged step of the run / lr.schedule_end_step",
     },
 )
 def _lr(ctx: FeatureContext) -> dict[str, Value]:
@@ -69,7 +74,12 @@ def _lr(ctx: FeatureContext) -> dict[str, Value]:
     )
     sched = (ctx.run.meta.lr_scheduler_type or "").lower()
     decaying = sched.startswith(("linear", "cosine", "polynomial", "inverse_sqrt", "warmup_stable"))
+    shape, end = _schedule_end(steps, values, i_peak)
+    last = ctx.run.last_step
     return {
+        "lr.schedule_shape": shape,
+        "lr.schedule_end_step": end,
+        "lr.schedule_progress": None if end is None or last is None else float(last / end),
         "lr.constant_after_peak": constant_after,
         "lr.zero_step": None if zero_i is None else int(steps[zero_i]),
         "lr.zero_progress": None if zero_i is None else float((steps[zero_i] - steps[0]) / span),
@@ -86,6 +96,58 @@ def _lr(ctx: FeatureContext) -> dict[str, Value]:
         "lr.warmup_end_step": int(steps[reach]) if has_warmup else None,
         "lr.constant": constant,
     }
+
+
+#: A decay is read only when it fell this share of the peak within the logs (less says too
+#: little of its shape: a slow exponential decay looks straight over a few percent).
+_MIN_DECLINE = 0.1
+#: ... and when no logged rate strays from the fitted shape by more than this share of the fall.
+_SHAPE_TOLERANCE = 0.005
+
+
+def _schedule_end(
+    steps: np.ndarray, values: np.ndarray, i_peak: int
+) -> tuple[str | None, int | None]:
+    """Where a linear or cosine decay from the peak reaches zero, when the logged rates after
+    the peak follow one exactly (a scheduler computes them; they are not measured).
+
+    Linear: the rates themselves lie on a line, which crosses zero at the end. Cosine: the
+    fraction of its path the schedule had gone, ``arccos(2 lr/peak - 1) / pi``, grows linearly
+    with the step and reaches 1 at the end. A fit within a small share of the fall is
+    required, so exponential, inverse-square-root, step and reduce-on-plateau decays are left
+    alone, as is a schedule already within 10% of zero (it had done its work). When both
+    shapes fit, the later end is taken.
+    """
+    peak = float(values[i_peak])
+    post_s = steps[i_peak + 1 :].astype(float)
+    post_v = values[i_peak + 1 :]
+    if peak <= 0 or post_v.size < 5 or float(post_v[-1]) <= 0.1 * peak:
+        return None, None
+    diffs = np.diff(post_v)
+    if bool(np.any(diffs > 0)) or float(np.mean(diffs < 0)) < 0.8:
+        return None, None
+    if float(post_v[0] - post_v[-1]) < _MIN_DECLINE * peak:
+        return None, None
+    t = post_s - post_s[0]
+    fits: list[tuple[str, float]] = []
+    for shape, y in (
+        ("linear", post_v / peak),
+        ("cosine", np.arccos(np.clip(2.0 * post_v / peak - 1.0, -1.0, 1.0)) / np.pi),
+    ):
+        slope, icpt = np.polyfit(t, y, 1)
+        fall = abs(float(y[-1] - y[0]))
+        if slope == 0 or fall == 0:
+            continue
+        resid = float(np.max(np.abs(y - (icpt + slope * t))))
+        if resid > _SHAPE_TOLERANCE * fall:
+            continue
+        # the step at which the line reaches zero (linear) or the path reaches 1 (cosine)
+        target = 0.0 if shape == "linear" else 1.0
+        fits.append((shape, float(post_s[0] + (target - icpt) / slope)))
+    if not fits:
+        return None, None
+    shape, end = max(fits, key=lambda f: f[1])
+    return shape, round(end)
 
 
 def _last_epoch(run: Run) -> float | None:
@@ -128,7 +190,10 @@ def _epochs_by_row(run: Run) -> float | None:
         "run.first_step": "first step logged by any metric",
         "run.max_steps": "planned number of steps, when known",
         "run.progress": "last logged step / planned steps, when known; else the last logged "
-        "epoch / planned epochs (a loop that plans in epochs: its config's epochs)",
+        "epoch / planned epochs (a loop that plans in epochs: its config's epochs); else the "
+        "last logged step / the step at which the learning-rate schedule's decay reaches zero",
+        "run.schedule_end_step": "the step the learning-rate schedule was built to end at, when "
+        "no planned length is configured and run.progress is measured against it",
         "run.last_epoch": "the last logged epoch, when progress is counted in epochs",
         "run.planned_epochs": "the planned epochs, when progress is counted in epochs",
         "run.finished": "the log ends with the Trainer's final summary",
@@ -179,6 +244,14 @@ def _run(ctx: FeatureContext) -> dict[str, Value]:
     elif meta.num_train_epochs and (last_epoch := _last_epoch(run)) is not None:
         planned_epochs = float(meta.num_train_epochs)
         progress = last_epoch / planned_epochs
+    threshold = ctx.settings.ended_early_progress
+    schedule_end: int | None = None
+    if progress is None and isinstance(end := ctx.features.get("lr.schedule_end_step"), int):
+        # no plan in the config: the LR schedule's own end, where its decay reaches zero. A
+        # scheduler can be built a little longer than the run it drives, so a stricter bar
+        schedule_end = end
+        progress = (last or 0) / end
+        threshold = ctx.settings.ended_early_schedule_progress
     ev = run.get("eval/loss")
     tl = run.get("train/loss")
     configured: int | None = None
@@ -188,7 +261,7 @@ def _run(ctx: FeatureContext) -> dict[str, Value]:
         configured = int(meta.warmup_ratio * meta.max_steps)
     ended_early = bool(
         progress is not None
-        and progress < ctx.settings.ended_early_progress
+        and progress < threshold
         and meta.finished is not True
         and "train_runtime" not in meta.summary  # the Trainer's end-of-training summary
     )
@@ -203,6 +276,7 @@ def _run(ctx: FeatureContext) -> dict[str, Value]:
             (int(x.steps[0]) for x in run.metrics.values() if len(x)), default=None
         ),
         "run.max_steps": meta.max_steps,
+        "run.schedule_end_step": schedule_end,
         "run.progress": progress,
         "run.last_epoch": last_epoch if planned_epochs else None,
         "run.planned_epochs": planned_epochs,
