@@ -111,6 +111,9 @@ def _osc(ctx: FeatureContext) -> dict[str, Value]:
         "epoch.window_excess": "that drop minus the same windowed drop in the middle of epochs "
         "(what the ordinary downward trend gives), in log units",
         "epoch.window_excess_z": "that excess in standard errors of the window medians",
+        "epoch.window_steady": "share of the boundaries whose own windowed drop beats the "
+        "mid-epoch drop by half the median excess or more: a staircase steps down at every "
+        "epoch, a one-off shift or spike at one boundary does not",
     },
 )
 def _epoch(ctx: FeatureContext) -> dict[str, Value]:
@@ -132,6 +135,7 @@ def _epoch(ctx: FeatureContext) -> dict[str, Value]:
             "epoch.window_drop": None,
             "epoch.window_excess": None,
             "epoch.window_excess_z": None,
+            "epoch.window_steady": None,
             "epoch.boundaries": 0,
             "epoch.boundary_drop": None,
             "epoch.boundary_drop_z": None,
@@ -149,6 +153,7 @@ def _epoch(ctx: FeatureContext) -> dict[str, Value]:
             "epoch.window_drop": None,
             "epoch.window_excess": None,
             "epoch.window_excess_z": None,
+            "epoch.window_steady": None,
             "epoch.boundaries": int(idx.size),
             "epoch.boundary_drop": None,
             "epoch.boundary_drop_z": None,
@@ -194,16 +199,19 @@ def _window_drops(t: np.ndarray, idx: np.ndarray, sigma: float) -> dict[str, Val
             "epoch.window_drop": None,
             "epoch.window_excess": None,
             "epoch.window_excess_z": None,
+            "epoch.window_steady": None,
         }
     base = float(np.median(mid)) if mid.size else 0.0
     excess = float(np.median(at)) - base
     # standard error of a median difference; a loss logged to a few digits (or stuck at a floor)
     # has almost no measured scatter, so it is never taken below 0.1% of the level
     se = max(sigma * 1.2533 * np.sqrt(2.0 / k), 1e-3)
+    steady = float(np.mean(at - base >= 0.5 * excess)) if excess > 0 else 0.0
     return {
         "epoch.window_drop": float(-np.expm1(-float(np.median(at)))),
         "epoch.window_excess": excess,
         "epoch.window_excess_z": excess / se,
+        "epoch.window_steady": steady,
     }
 
 
