@@ -195,6 +195,16 @@ COMMON_VOCABS: dict[int, str] = {
     256000: "Gemma",
 }
 _COMMON_VOCAB_TOLERANCE = 0.005
+#: Class counts of the benchmark datasets half of all classifiers train on (MNIST, CIFAR-10,
+#: Fashion-MNIST; CIFAR-100; ImageNet): a classifier whose loss sits at 2.30 has learned
+#: nothing even when its log names no num_labels.
+COMMON_CLASS_COUNTS: dict[int, str] = {
+    10: "10-class (MNIST, CIFAR-10)",
+    100: "100-class (CIFAR-100)",
+    1000: "1000-class (ImageNet)",
+}
+#: ... matched within 1% of ln(K): all there is to go on, so a loss must sit right on it
+_COMMON_CLASSES_TOLERANCE = 0.01
 
 
 @feature_group(
@@ -207,8 +217,10 @@ _COMMON_VOCAB_TOLERANCE = 0.005
         "chance.distance": "|final loss - ln(K)| / ln(K)",
         "chance.nats": "|final loss - ln(K)| in nats: exp of it is how many times more (or less) "
         "probability the model puts on the right class than a uniform guess",
-        "chance.source": "where K came from: num_labels, id2label, vocab_size, binary, or a "
-        "common vocabulary size (only within 0.5% of its ln, when the run names no vocab_size)",
+        "chance.source": "where K came from: num_labels, id2label, vocab_size, binary, a "
+        "common class count (10, 100, 1000: only within 1% of its ln, when the run names no "
+        "num_labels) or a common vocabulary size (only within 0.5% of its ln, when the run "
+        "names no vocab_size)",
     },
 )
 def _chance(ctx: FeatureContext) -> dict[str, Value]:
@@ -228,13 +240,17 @@ def _chance(ctx: FeatureContext) -> dict[str, Value]:
     if isinstance(id2label, dict) and len(id2label) >= 2:
         cands.append((len(id2label), "id2label"))
     cands.append((2, "binary"))
+    if not any(src in ("num_labels", "id2label") for _, src in cands):
+        cands += [(k, f"the {name} class count") for k, name in COMMON_CLASS_COUNTS.items()]
     if "vocab_size" not in hp:
         cands += [(k, f"the {name} vocabulary size") for k, name in COMMON_VOCABS.items()]
     best: tuple[float, int, str] | None = None
     for k, src in cands:
         d = abs(tail - math.log(k)) / math.log(k)
-        if src.startswith("the ") and d > _COMMON_VOCAB_TOLERANCE:
-            continue  # a guessed vocabulary must match closely: ln(K) is all it has to go on
+        if src.startswith("the ") and d > (
+            _COMMON_CLASSES_TOLERANCE if src.endswith("class count") else _COMMON_VOCAB_TOLERANCE
+        ):
+            continue  # a guessed K must match closely: ln(K) is all it has to go on
         if best is None or d < best[0]:
             best = (d, k, src)
     assert best is not None
