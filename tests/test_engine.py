@@ -176,7 +176,7 @@ def test_a_skip_reason_is_said_once_for_all_the_features_that_need_it() -> None:
 
 
 def test_an_unjudgeable_run_names_the_loss_like_series_it_did_log() -> None:
-    # a real GAN (holdout14 pl_genrisk_gan_nan): gen_loss and disc_loss, NaN from step 1; the
+    # a real GAN (tune14 pl_genrisk_gan_nan): gen_loss and disc_loss, NaN from step 1; the
     # reason said "nothing to judge" as if no loss had been logged
     from pathlib import Path
 

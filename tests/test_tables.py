@@ -733,7 +733,7 @@ def test_a_json_object_that_is_not_a_history_is_refused_by_name(tmp_path: Path) 
 
 
 def test_metadata_beside_the_loss_lists_is_left_out() -> None:
-    # a real one (holdout14 csv_fer_effnetb0_phases): timestamp, backbone, class names and phase
+    # a real one (tune14 csv_fer_effnetb0_phases): timestamp, backbone, class names and phase
     # labels before the train_loss / val_loss lists of 90 epochs
     (run,) = load_runs(REAL / "csv_fer_effnetb0_phases" / "training_history.json")
     assert run.metrics["train/loss"].values.size == 90
@@ -742,7 +742,7 @@ def test_metadata_beside_the_loss_lists_is_left_out() -> None:
 
 
 def test_a_pre_2020_wandb_dryrun_folder_is_a_run() -> None:
-    # WANDB_MODE=dryrun wrote wandb/dryrun-<date>-<id>/ (holdout14
+    # WANDB_MODE=dryrun wrote wandb/dryrun-<date>-<id>/ (tune14
     # wbh_distilbert_treccar_stopped_warmup read as "no training log found here")
     (run,) = load_runs(REAL / "wbh_distilbert_treccar_stopped_warmup")
     assert "dryrun-20191202_084400-8fzemqx7" in run.source
@@ -822,7 +822,7 @@ def test_lightning_configs_nested_or_from_lightningcli_give_the_planned_epochs()
 
 def test_a_detectors_loss_parts_sum_to_its_loss(tmp_path: Path) -> None:
     # Ultralytics YOLO's results.csv logs train/box_loss, cls_loss, dfl_loss and their val/
-    # twins, never the total it trains on (a real one: holdout14 csv_cucumber_yolo11n; its
+    # twins, never the total it trains on (a real one: tune14 csv_cucumber_yolo11n; its
     # box_loss alone was taken as "one of several evaluation sets" and no train loss was read)
     (run,) = load_runs(REAL / "csv_cucumber_yolo11n" / "results.csv")
     parts = [run.metrics[f"train/{p}_loss"].values for p in ("box", "cls", "dfl")]
@@ -841,7 +841,7 @@ def test_ultralytics_args_give_the_plan_and_its_early_stopping(tmp_path: Path) -
 
     import curvediag
 
-    # Ultralytics writes args.yaml beside results.csv; holdout14 csv_cucumber_yolo11n's upstream
+    # Ultralytics writes args.yaml beside results.csv; tune14 csv_cucumber_yolo11n's upstream
     # args.yaml says epochs: 20 and its log holds 10 (the file was not copied: written here)
     shutil.copy(REAL / "csv_cucumber_yolo11n" / "results.csv", tmp_path / "results.csv")
     (tmp_path / "args.yaml").write_text("task: detect\nepochs: 20\npatience: 100\n", "utf-8")
