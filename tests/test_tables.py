@@ -871,3 +871,68 @@ def test_ultralytics_args_give_the_plan_and_its_early_stopping(tmp_path: Path) -
     d = curvediag.diagnose(tmp_path / "results.csv")
     assert d.run.meta.finished is True and "run-ended-early" not in d.finding_ids
     assert any("stopped by early stopping" in w for w in d.run.warnings)
+
+
+@pytest.mark.parametrize(
+    "run_id", ["pl_surrey_seld_valplateau", "pl_tft_crypto_earlystop", "pl_lida_bilstm_sbert_5ep"]
+)
+def test_a_project_folder_holding_lightning_logs_loads(run_id: str) -> None:
+    # holdout15: projects committed with lightning_logs/version_3/metrics.csv inside were
+    # refused with "no training log found here"
+    (run,) = load_runs(REAL / run_id)
+    assert run.format == "lightning-csv"
+    assert run.name == "lightning_logs/version_3"
+    assert "train/loss" in run.metrics
+
+
+def test_lightning_logs_deeper_than_four_folders_are_not_searched(tmp_path: Path) -> None:
+    deep = tmp_path / "a" / "b" / "c" / "d" / "version_0"
+    deep.mkdir(parents=True)
+    (deep / "metrics.csv").write_text("epoch,step,train_loss\n0,1,0.9\n0,2,0.8\n", "utf-8")
+    with pytest.raises(UnrecognizedFormatError, match="lightning_logs"):
+        load_runs(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("run_id", "first_steps"),
+    [
+        # {"train": [...], "val": [...]}: one entry per epoch
+        ("json_archon_slm", [1, 2, 3]),
+        # {"steps": [...], "train": [...], "val": [...]}: numbered by its steps
+        ("json_tinystories_bigram", [0, 100, 200]),
+        # [[step, train, val], ...]
+        ("json_tinygpt_arxiv_overfit", [200, 400, 600]),
+    ],
+)
+def test_a_loss_history_of_split_named_lists_loads(run_id: str, first_steps: list[int]) -> None:
+    (run,) = load_runs(REAL / run_id / "loss_history.json")
+    train, ev = run.metrics["train/loss"], run.metrics["eval/loss"]
+    assert train.steps[:3].tolist() == first_steps
+    assert len(train) == len(ev) > 20
+    assert "train/epoch" not in run.metrics or first_steps[0] == 1
+
+
+def test_split_named_lists_need_a_file_named_for_its_loss(tmp_path: Path) -> None:
+    # {"train": [...]} in history.json could be any metric: it is not taken for the loss
+    p = tmp_path / "history.json"
+    p.write_text('{"train": [0.9, 0.8, 0.7], "val": [0.95, 0.9, 0.85]}', encoding="utf-8")
+    with pytest.raises(CurvediagError):
+        load_runs(p)
+    rows = tmp_path / "accuracy_history.json"
+    rows.write_text("[[1, 0.5, 0.4], [2, 0.6, 0.5], [3, 0.7, 0.55]]", encoding="utf-8")
+    with pytest.raises(CurvediagError):
+        load_runs(rows)
+
+
+def test_a_headerless_losses_csv_is_a_row_counter_and_the_loss(tmp_path: Path) -> None:
+    # holdout15 csv_graphweather_rollout_losses: train.py appends "row,loss" lines, no header
+    (run,) = load_runs(REAL / "csv_graphweather_rollout_losses" / "losses.csv")
+    loss = run.metrics["train/loss"]
+    assert loss.steps[:3].tolist() == [0, 1, 2]
+    assert loss.values[0] == pytest.approx(0.40690839290618896)
+    assert any("has no header" in w for w in run.warnings)
+    # the same lines in a file that does not name a loss are not guessed at
+    other = tmp_path / "values.csv"
+    other.write_text("0,0.5\n1,0.4\n2,0.3\n", encoding="utf-8")
+    with pytest.raises(CurvediagError):
+        load_runs(other)

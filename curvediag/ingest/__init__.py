@@ -75,7 +75,8 @@ def detect_format(path: Path) -> str:
         raise UnrecognizedFormatError(
             path,
             "no training log found here (looked for trainer_state.json, checkpoint-N/, "
-            "TensorBoard event files and W&B run folders)",
+            "TensorBoard event files, W&B run folders and Lightning's "
+            "lightning_logs/version_N/metrics.csv)",
         )
     raise UnrecognizedFormatError(
         path, "not a recognised training log (supported: " + ", ".join(FORMATS) + ")"
@@ -175,8 +176,35 @@ def _load_log_files(folder: Path, aliases: Aliases) -> list[Run]:
         if fmt is not None:
             runs += _call(f, fmt, aliases)
     if not runs:
+        for log in _lightning_logs(folder):
+            runs += _call(log, "lightning-csv", aliases)
+    if not runs:
         detect_format(folder)  # raises the explanatory error
     return runs
+
+
+#: How deep under a project folder Lightning's CSVLogger runs are looked for
+#: (``lightning_logs/version_3/metrics.csv`` is 2 deep; ``logs/<name>/version_0/`` is 3).
+_LIGHTNING_DEPTH = 4
+#: Sub-folders never walked into for them.
+_SKIP_DIRS = frozenset({"node_modules", "__pycache__", "site-packages", "wandb"})
+
+
+def _lightning_logs(folder: Path) -> list[Path]:
+    """Lightning ``CSVLogger`` logs (``**/version_N/metrics.csv``, or any ``metrics.csv`` that
+    reads as one) in the sub-folders of a project folder, at most a few levels down."""
+    found: list[Path] = []
+    sniff = _modules()["lightning-csv"].sniff
+    for here, dirs, files in os.walk(folder):
+        depth = len(Path(here).relative_to(folder).parts)
+        dirs[:] = (
+            sorted(d for d in dirs if not d.startswith(".") and d not in _SKIP_DIRS)
+            if depth < _LIGHTNING_DEPTH
+            else []
+        )
+        if depth and "metrics.csv" in files and sniff(Path(here) / "metrics.csv"):
+            found.append(Path(here) / "metrics.csv")
+    return found
 
 
 def load_run(

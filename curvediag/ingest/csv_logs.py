@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import json
 import re
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -246,14 +247,49 @@ _LOSS_LIST_KEY = re.compile(rb'"[^"]{0,200}loss[^"]{0,200}"\s*:\s*\[', re.IGNORE
 _LOSS_KEY = re.compile(rb'"[^"]{0,200}loss[^"]{0,200}"\s*:', re.IGNORECASE)
 
 
+#: ``{"train": [...], "val": [...]}`` or ``[[step, train, val], ...]`` in a file its name calls
+#: a loss (``loss_history.json``): the lists are that loss's splits.
+_SPLIT_LIST_KEY = re.compile(rb'"(?:train|training|val|valid|validation|eval|test)"\s*:\s*\[')
+_ROW_LISTS = re.compile(rb"^\s*\[\s*\[\s*-?\d")
+_SPLIT_NAMES = {"train": "train_loss", "training": "train_loss", "val": "val_loss"}
+_SPLIT_NAMES |= {"valid": "val_loss", "validation": "val_loss", "eval": "eval_loss"}
+_SPLIT_NAMES |= {"test": "test_loss"}
+
+
+def _names_a_loss(path: Path) -> bool:
+    return "loss" in path.stem.lower()
+
+
 def _looks_like_json_history(path: Path) -> bool:
     if path.suffix.lower() != ".json":
         return False
     head = head_bytes(path)
     if head.lstrip().startswith(b"{"):
         # the loss lists may sit after metadata (a timestamp, class names...)
-        return bool(_LOSS_LIST_KEY.search(head))
+        return bool(_LOSS_LIST_KEY.search(head)) or (
+            _names_a_loss(path) and bool(_SPLIT_LIST_KEY.search(head))
+        )
+    if _names_a_loss(path) and _ROW_LISTS.match(head):
+        return True
     return bool(_HISTORY_RECORDS.match(head)) and bool(_LOSS_KEY.search(head))
+
+
+def _loss_rows(path: Path, obj: list[Any]) -> list[dict[str, Any]] | None:
+    """``[[step, train, val], ...]`` (or ``[step, loss]`` pairs) in a file named for its loss:
+    rows of 2 or 3 numbers whose first is a rising whole step."""
+    if not _names_a_loss(path) or not all(
+        isinstance(r, list)
+        and len(r) in (2, 3)
+        and len(r) == len(obj[0])
+        and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in r)
+        for r in obj
+    ):
+        return None
+    steps = [r[0] for r in obj]
+    if any(float(x) != int(x) for x in steps) or any(b <= a for a, b in pairwise(steps)):
+        return None
+    names = ("step", "train_loss", "val_loss")[: len(obj[0])]
+    return [dict(zip(names, r, strict=True)) for r in obj]
 
 
 def _json_history_rows(path: Path, text: str) -> list[dict[str, Any]]:
@@ -264,6 +300,8 @@ def _json_history_rows(path: Path, text: str) -> list[dict[str, Any]]:
         obj = json.loads(text)
     except (ValueError, RecursionError) as exc:
         raise MalformedRunError(path, f"not valid JSON ({exc})") from None
+    if isinstance(obj, list) and obj and (rows := _loss_rows(path, obj)) is not None:
+        return rows
     if isinstance(obj, list) and obj and all(isinstance(r, dict) for r in obj):
         if any("epoch" in r or "step" in r for r in obj):
             return [dict(r) for r in obj]
@@ -282,19 +320,46 @@ def _json_history_rows(path: Path, text: str) -> list[dict[str, Any]]:
         and v
         and all(x is None or (isinstance(x, (int, float)) and not isinstance(x, bool)) for x in v)
     }
+    if not any("loss" in k.lower() for k in lists) and _names_a_loss(path):
+        # {"train": [...], "val": [...]} in loss_history.json: the splits of the loss it names
+        lists = {_SPLIT_NAMES.get(k.lower(), k): v for k, v in lists.items()}
     if not any("loss" in k.lower() for k in lists):
         raise MalformedRunError(
             path, "not a training history: no key holding a list of numbers names a loss"
         )
     n = max(len(v) for v in lists.values())
-    return [{"epoch": i + 1, **{k: v[i] for k, v in lists.items() if i < len(v)}} for i in range(n)]
+    rows = [{k: v[i] for k, v in lists.items() if i < len(v)} for i in range(n)]
+    if any(k.lower() in STEP_COLUMNS for k in lists):
+        return rows  # a list of the steps the entries were logged at numbers them
+    return [{"epoch": i + 1, **r} for i, r in enumerate(rows)]
 
 
 def read_plain_csv(path: Path, *, aliases: dict[str, str] | None = None) -> list[Run]:
     """Read a CSV/TSV log with a step column."""
     sep = "\t" if path.suffix.lower() == ".tsv" else ","
-    table = parse_csv(path, read_text(path, "CSV log"), "CSV log", sep=sep)
-    return [_plain_run(path, table, CSV_FORMAT, [], aliases)]
+    text = read_text(path, "CSV log")
+    warnings: list[str] = []
+    if _headerless_loss_pairs(path, text, sep):
+        # "0,0.4069" rows with no header in loss.csv / losses.csv: a row counter and the loss
+        text = f"step{sep}loss\n" + text
+        warnings.append(
+            f"{path.name} has no header: its two columns are read as a row counter and the "
+            "loss its file name names"
+        )
+    table = parse_csv(path, text, "CSV log", sep=sep)
+    return [_plain_run(path, table, CSV_FORMAT, warnings, aliases)]
+
+
+def _headerless_loss_pairs(path: Path, text: str, sep: str) -> bool:
+    """A CSV named for its loss whose first line is already two numbers, the first a whole
+    row counter."""
+    if path.stem.lower() not in ("loss", "losses", "train_loss", "train_losses"):
+        return False
+    first = text.split("\n", 1)[0].strip().split(sep)
+    try:
+        return len(first) == 2 and float(first[0]).is_integer() and bool(float(first[1]) >= 0)
+    except ValueError:
+        return False
 
 
 def read_plain_jsonl(path: Path, *, aliases: dict[str, str] | None = None) -> list[Run]:
