@@ -250,7 +250,8 @@ def _run(ctx: FeatureContext) -> dict[str, Value]:
         # no plan in the config: the LR schedule's own end, where its decay reaches zero. A
         # scheduler can be built a little longer than the run it drives, so a stricter bar
         schedule_end = end
-        progress = (last or 0) / end
+        lr_progress = ctx.features.get("lr.schedule_progress")
+        progress = lr_progress if isinstance(lr_progress, float) else None
         threshold = ctx.settings.ended_early_schedule_progress
     ev = run.get("eval/loss")
     tl = run.get("train/loss")

@@ -249,11 +249,17 @@ _LOSS_KEY = re.compile(rb'"[^"]{0,200}loss[^"]{0,200}"\s*:', re.IGNORECASE)
 
 #: ``{"train": [...], "val": [...]}`` or ``[[step, train, val], ...]`` in a file its name calls
 #: a loss (``loss_history.json``): the lists are that loss's splits.
-_SPLIT_LIST_KEY = re.compile(rb'"(?:train|training|val|valid|validation|eval|test)"\s*:\s*\[')
+_SPLIT_NAMES = {
+    "train": "train_loss",
+    "training": "train_loss",
+    "val": "val_loss",
+    "valid": "val_loss",
+    "validation": "val_loss",
+    "eval": "eval_loss",
+    "test": "test_loss",
+}
+_SPLIT_LIST_KEY = re.compile(rb'"(?:' + "|".join(_SPLIT_NAMES).encode() + rb')"\s*:\s*\[')
 _ROW_LISTS = re.compile(rb"^\s*\[\s*\[\s*-?\d")
-_SPLIT_NAMES = {"train": "train_loss", "training": "train_loss", "val": "val_loss"}
-_SPLIT_NAMES |= {"valid": "val_loss", "validation": "val_loss", "eval": "eval_loss"}
-_SPLIT_NAMES |= {"test": "test_loss"}
 
 
 def _names_a_loss(path: Path) -> bool:
