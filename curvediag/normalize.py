@@ -270,7 +270,22 @@ def _pick(cands: list[str], prefer: tuple[tuple[str, ...], ...]) -> str | None:
             return preferred[0]
         if preferred:
             cands = preferred
-    return None
+    # Train_Loss beside Train_obj_Loss, Train_bbox_Loss: the one that names nothing but its
+    # split and "loss" is the total the parts add up to
+    bare = [c for c in cands if _bare_loss(c)]
+    return bare[0] if len(bare) == 1 else None
+
+
+#: Split words stripped from a name to see whether anything but "loss" is left (longest first).
+_SPLIT_WORDS = tuple(sorted(_SPLITS, key=len, reverse=True))
+
+
+def _bare_loss(name: str) -> bool:
+    """``Train_Loss``, ``val-loss``, ``train/loss``: a split word or none, then just "loss"."""
+    letters = re.sub(r"[^a-z]", "", _unscoped(name))
+    for word in _SPLIT_WORDS:
+        letters = letters.replace(word, "")
+    return letters == "loss"
 
 
 def infer_loss_series(run: Run) -> None:

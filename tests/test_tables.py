@@ -658,6 +658,13 @@ REAL = Path(__file__).resolve().parents[1] / "benchmarks" / "real_runs"
             "train/task1_roberta/loss/train",
             "train/task1_roberta/loss/eval",
         ),
+        # a detector's Train_Loss beside Train_obj_Loss, Train_bbox_Loss, Train_class_Loss (and
+        # Val_ the same): the one naming only its split and "loss" is the total
+        (
+            "wbb_yolo_resnet18_bottle_val_rises_stopped",
+            "train/Train_Loss",
+            "train/Val_Loss",
+        ),
     ],
 )
 def test_a_loss_under_a_free_form_name_is_found(run_id: str, train: str, evals: str | None) -> None:
@@ -761,9 +768,22 @@ def test_lightning_hparams_beside_the_log_give_the_planned_length(tmp_path: Path
     (log / "hparams.yaml").write_text("lr: 0.01\ntrainer:\n  max_steps: 500\n", "utf-8")
     (run,) = load_runs(log)
     assert run.meta.max_steps == 500 and run.meta.hyperparameters["lr"] == 0.01
+    # a value under a Python object tag reads as None (never constructed, never called) and the
+    # rest of the file still counts (a real one: holdout15 tb_timesnet_bbca_74of1000, whose
+    # NeuralForecast hparams.yaml holds the loss module as !!python/object and max_steps 1000)
+    marker = tmp_path / "PWNED"
     (log / "hparams.yaml").write_text(
-        "lr: 0.01\nmodel: !!python/object/apply:os.system ['echo pwned']\n", "utf-8"
+        f"lr: 0.01\nmodel: !!python/object/apply:os.system ['touch {marker}']\n"
+        "trainer:\n  max_steps: 700\n",
+        "utf-8",
     )
+    (run,) = load_runs(log)
+    assert run.meta.max_steps == 700 and run.meta.hyperparameters["model"] is None
+    assert not marker.exists()
+    (real,) = load_runs(REAL / "tb_timesnet_bbca_74of1000" / "version_0")
+    assert real.meta.max_steps == 1000
+    # a file that is not YAML at all is still skipped with a warning naming it
+    (log / "hparams.yaml").write_text("lr: [0.01\n", "utf-8")
     (run,) = load_runs(log)
     assert run.meta.max_steps is None
     assert any("hparams.yaml: not read" in w for w in run.warnings)

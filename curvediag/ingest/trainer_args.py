@@ -33,12 +33,40 @@ __all__ = [
 CONFIG_MAX_BYTES = 1 << 20
 
 
+class _ConfigLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that reads a node under a tag it does not know as ``None``.
+
+    Lightning writes objects it cannot represent (a loss module, a tensor of class weights) into
+    ``hparams.yaml`` as ``!!python/object...`` tags; the plain safe loader refuses the whole file
+    for one of them, losing ``max_steps`` and the rest. Here such a value is dropped: its tag is
+    never resolved and nothing is imported, constructed or called (the node's children are not
+    even visited). Every other construction is the safe loader's own.
+    """
+
+
+def _unknown_tag(loader: yaml.SafeLoader, node: yaml.Node) -> None:
+    return None
+
+
+_ConfigLoader.add_constructor(None, _unknown_tag)
+
+
+def safe_load_config(text: str) -> Any:
+    """Parse a config file's text like ``yaml.safe_load``, with values under unknown tags
+    (``!!python/object...``) read as ``None`` instead of failing the whole file."""
+    loader = _ConfigLoader(text)
+    try:
+        return loader.get_single_data()
+    finally:
+        loader.dispose()
+
+
 def apply_lightning_hparams(meta: RunMeta, folder: Path, warnings: list[str]) -> None:
     """Fill ``meta`` from the Lightning ``hparams.yaml`` in ``folder``, and from the
     ``config.yaml`` LightningCLI saves beside it, when there are such files.
 
-    Read with ``yaml.safe_load`` only: a file holding Python object tags (Lightning writes them
-    for objects it cannot represent) is skipped with a warning, never constructed. Keys of a
+    Read with the safe loader only: a value under a Python object tag (Lightning writes them
+    for objects it cannot represent) reads as ``None`` and is never constructed. Keys of a
     nested ``trainer`` / ``train`` / ``training`` mapping (``max_epochs``, ``epochs``,
     ``max_steps``) count as top-level ones. Only missing fields are filled, so what the log
     itself says wins.
@@ -82,7 +110,7 @@ def _read_yaml(path: Path, warnings: list[str]) -> Any:
     try:
         if not path.is_file() or path.stat().st_size > CONFIG_MAX_BYTES:
             return None
-        return yaml.safe_load(path.read_text(encoding="utf-8", errors="replace"))
+        return safe_load_config(path.read_text(encoding="utf-8", errors="replace"))
     except (OSError, yaml.YAMLError, RecursionError) as exc:
         reason = str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__
         warnings.append(f"{path}: not read ({reason})")
