@@ -221,6 +221,11 @@ def sanitize_run(run: Run) -> Run:
     return run.model_copy(update={"metrics": metrics, "warnings": warnings})
 
 
+def _primary_eval_candidate(name: str) -> bool:
+    """``eval/<set>_loss``: a name :func:`choose_primary_eval` picks among."""
+    return name.startswith("eval/") and name.endswith("_loss") and name.count("/") == 1
+
+
 def choose_primary_eval(run: Run) -> None:
     """When a run evaluates several sets (``eval/<set>_loss``) and no plain ``eval/loss``, use one.
 
@@ -228,11 +233,7 @@ def choose_primary_eval(run: Run) -> None:
     """
     if "eval/loss" in run.metrics:
         return
-    candidates = [
-        k
-        for k in run.metrics
-        if k.startswith("eval/") and k.endswith("_loss") and k.count("/") == 1
-    ]
+    candidates = [k for k in run.metrics if _primary_eval_candidate(k)]
     if not candidates:
         return
     best = sorted(candidates, key=lambda k: (-len(run.metrics[k]), k))[0]
@@ -328,8 +329,9 @@ def infer_loss_series(run: Run) -> None:
         ("train/loss", train_c, (("train",), *_TOTAL_WORDS)),
         (
             "eval/loss",
-            # eval/<set>_loss is choose_primary_eval's; an eval/mse is only found here
-            [c for c in eval_c if loss_words != ("loss",) or not c.startswith("eval/")],
+            # eval/<set>_loss is choose_primary_eval's; an eval/mse or eval/losses (a list
+            # named val_losses) is only found here
+            [c for c in eval_c if loss_words != ("loss",) or not _primary_eval_candidate(c)],
             (("val", "eval", "test"), *_TOTAL_WORDS),
         ),
     ):

@@ -159,3 +159,16 @@ def test_series_are_int64_and_float64() -> None:
     run = curvediag.load_run(STATES / "old_no_grad_norm.json")
     s = run.metrics["train/loss"]
     assert s.steps.dtype == np.int64 and s.values.dtype == np.float64
+
+
+def test_a_state_under_another_name_is_read_by_its_content(tmp_path: Path) -> None:
+    # a real one (holdout16 hf16b_quality_lrqa_chance, after its blind measurement): a
+    # trainer_state.json committed as baselines/lrqa/__init__.py, refused as unrecognised
+    real = Path(__file__).resolve().parents[1] / "benchmarks/real_runs/hf16b_quality_lrqa_chance"
+    run = curvediag.load_run(real / "__init__.py")
+    assert run.format == "hf-trainer" and len(run.metrics["train/loss"]) > 10
+    # Python source that only mentions log_history is not taken for one
+    src = tmp_path / "callbacks.py"
+    src.write_text('import json\nKEY = "log_history"\n', encoding="utf-8")
+    with pytest.raises(UnrecognizedFormatError):
+        curvediag.load_run(src)

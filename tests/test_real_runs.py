@@ -48,6 +48,12 @@ def test_there_are_enough_labelled_runs() -> None:
         assert m["source"]["repo"] and m["source"]["commit"] and m["source"]["path"], m["id"]
 
 
+def test_every_folder_is_a_labelled_run() -> None:
+    # a collector's scratch folder copied in beside the runs is not benchmark data
+    stray = [p.name for p in RUNS.iterdir() if p.is_dir() and not (p / "label.yaml").is_file()]
+    assert not stray, f"folders without a label.yaml: {stray[:10]}"
+
+
 @pytest.mark.parametrize("label", LABELS, ids=[p.parent.name for p in LABELS])
 def test_every_labelled_run_loads(label: Path) -> None:
     bench = _bench()

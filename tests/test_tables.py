@@ -956,3 +956,28 @@ def test_a_headerless_losses_csv_is_a_row_counter_and_the_loss(tmp_path: Path) -
     other.write_text("0,0.5\n1,0.4\n2,0.3\n", encoding="utf-8")
     with pytest.raises(CurvediagError):
         load_runs(other)
+
+
+def test_a_json_history_list_wrapped_in_an_object_with_its_config_is_read(tmp_path: Path) -> None:
+    # {"model_config": {...}, "training_config": {"max_steps": 3000, ...}, "final_...": ...,
+    # "history": [{"step": 0, "train_loss": ..., "validation_loss": ...}, ...]} (a real one:
+    # holdout16 js16e_sci_abstract_gpt_cosine_3k, read as "not a recognised training log" at
+    # its blind measurement)
+    (real,) = load_runs(REAL / "js16e_sci_abstract_gpt_cosine_3k" / "outputs")
+    assert real.meta.max_steps == 3000 and real.meta.warmup_steps == 200
+    assert real.metrics["train/loss"].steps[-1] == 3000
+    assert "eval/loss" in real.metrics
+    # a config file holding a list of objects that log no loss is not a history
+    cfg = tmp_path / "config.json"
+    cfg.write_text('{"optim": {"lr": 0.1}, "layers": [{"loss": "mse", "units": 4}]}', "utf-8")
+    with pytest.raises(UnrecognizedFormatError):
+        load_runs(cfg)
+    # two lists of records with a loss: which one is the run's is not guessed
+    two = tmp_path / "runs.json"
+    two.write_text(
+        '{"a": [{"step": 1, "loss": 2.0}, {"step": 2, "loss": 1.5}],'
+        ' "b": [{"step": 1, "loss": 3.0}, {"step": 2, "loss": 2.5}]}',
+        "utf-8",
+    )
+    with pytest.raises(MalformedRunError):
+        load_runs(two)

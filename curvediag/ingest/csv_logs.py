@@ -61,7 +61,11 @@ from curvediag.ingest._tabular import (
 )
 from curvediag.ingest._tabular import finish_run as _finish
 from curvediag.ingest.aliases import ALIASES, STEP_COLUMNS, canonical_name, paired_names
-from curvediag.ingest.trainer_args import apply_lightning_hparams, apply_ultralytics_args
+from curvediag.ingest.trainer_args import (
+    apply_lightning_hparams,
+    apply_trainer_config,
+    apply_ultralytics_args,
+)
 from curvediag.model import Run
 from curvediag.normalize import OutOfRange
 
@@ -260,6 +264,12 @@ _SPLIT_NAMES = {
 }
 _SPLIT_LIST_KEY = re.compile(rb'"(?:' + "|".join(_SPLIT_NAMES).encode() + rb')"\s*:\s*\[')
 _ROW_LISTS = re.compile(rb"^\s*\[\s*\[\s*-?\d")
+#: ``{"config": {...}, "history": [{"step": 0, "train_loss": 9.03, ...}, ...]}``: a list of
+#: per-step records under a key of an object, its first record holding a numeric loss.
+_WRAPPED_RECORDS = re.compile(
+    rb'"[^"]{1,100}"\s*:\s*\[\s*\{[^\[\]{}]{0,2000}?"[^"]{0,200}loss[^"]{0,200}"\s*:\s*-?\d',
+    re.IGNORECASE,
+)
 
 
 def _names_a_loss(path: Path) -> bool:
@@ -272,8 +282,10 @@ def _looks_like_json_history(path: Path) -> bool:
     head = head_bytes(path)
     if head.lstrip().startswith(b"{"):
         # the loss lists may sit after metadata (a timestamp, class names...)
-        return bool(_LOSS_LIST_KEY.search(head)) or (
-            _names_a_loss(path) and bool(_SPLIT_LIST_KEY.search(head))
+        return (
+            bool(_LOSS_LIST_KEY.search(head))
+            or (_names_a_loss(path) and bool(_SPLIT_LIST_KEY.search(head)))
+            or bool(_WRAPPED_RECORDS.search(head))
         )
     if _names_a_loss(path) and _ROW_LISTS.match(head):
         return True
@@ -298,20 +310,51 @@ def _loss_rows(path: Path, obj: list[Any]) -> list[dict[str, Any]] | None:
     return [dict(zip(names, r, strict=True)) for r in obj]
 
 
-def _json_history_rows(path: Path, text: str) -> list[dict[str, Any]]:
+def _has_numeric_loss(record: Any) -> bool:
+    return isinstance(record, dict) and any(
+        "loss" in str(k).lower() and isinstance(v, (int, float)) and not isinstance(v, bool)
+        for k, v in record.items()
+    )
+
+
+def _wrapped_records(obj: dict[str, Any]) -> tuple[list[Any], dict[str, Any]] | None:
+    """``{"training_config": {...}, "history": [{...}, ...]}``: the one list of records holding
+    a numeric loss, and the settings in the object's other mappings (``max_steps``,
+    ``learning_rate`` ...) for :func:`apply_trainer_config`."""
+    found = [
+        v
+        for v in obj.values()
+        if isinstance(v, list) and v and all(isinstance(r, dict) for r in v)
+        if any(_has_numeric_loss(r) for r in v[:10])
+    ]
+    if len(found) != 1:
+        return None
+    config: dict[str, Any] = {}
+    for value in obj.values():
+        if isinstance(value, dict):
+            config.update({str(k): v for k, v in value.items() if not isinstance(v, (dict, list))})
+    return found[0], config
+
+
+def _json_history_rows(path: Path, text: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """The per-epoch rows of a Keras ``History.history`` dict (each key a list, one entry per
-    epoch), or of a JSON list of per-epoch objects (``[{"epoch": 1, "train_loss": ...}, ...]``);
-    raises :class:`MalformedRunError` naming the problem when it is neither."""
+    epoch), of a JSON list of per-epoch objects (``[{"epoch": 1, "train_loss": ...}, ...]``),
+    or of such a list under a key of an object whose other mappings hold the run's settings;
+    with those settings (empty when there are none). Raises :class:`MalformedRunError` naming
+    the problem when it is none of these."""
     try:
         obj = json.loads(text)
     except (ValueError, RecursionError) as exc:
         raise MalformedRunError(path, f"not valid JSON ({exc})") from None
+    config: dict[str, Any] = {}
+    if isinstance(obj, dict) and (wrapped := _wrapped_records(obj)) is not None:
+        obj, config = wrapped
     if isinstance(obj, list) and obj and (rows := _loss_rows(path, obj)) is not None:
-        return rows
+        return rows, config
     if isinstance(obj, list) and obj and all(isinstance(r, dict) for r in obj):
         if any("epoch" in r or "step" in r for r in obj):
-            return [dict(r) for r in obj]
-        return [{"epoch": i + 1, **r} for i, r in enumerate(obj)]
+            return [dict(r) for r in obj], config
+        return [{"epoch": i + 1, **r} for i, r in enumerate(obj)], config
     if not isinstance(obj, dict) or not obj:
         raise MalformedRunError(
             path,
@@ -336,8 +379,8 @@ def _json_history_rows(path: Path, text: str) -> list[dict[str, Any]]:
     n = max(len(v) for v in lists.values())
     rows = [{k: v[i] for k, v in lists.items() if i < len(v)} for i in range(n)]
     if any(k.lower() in STEP_COLUMNS for k in lists):
-        return rows  # a list of the steps the entries were logged at numbers them
-    return [{"epoch": i + 1, **r} for i, r in enumerate(rows)]
+        return rows, config  # a list of the steps the entries were logged at numbers them
+    return [{"epoch": i + 1, **r} for i, r in enumerate(rows)], config
 
 
 def read_plain_csv(path: Path, *, aliases: dict[str, str] | None = None) -> list[Run]:
@@ -372,9 +415,11 @@ def read_plain_jsonl(path: Path, *, aliases: dict[str, str] | None = None) -> li
     """Read a JSON Lines log (one object per line) with a step key, or a Keras history."""
     if path.suffix.lower() == ".json":
         text = read_text(path, "JSON training history")
-        rows = _json_history_rows(path, text)
+        rows, config = _json_history_rows(path, text)
         table = rows_table(flatten(r) for r in rows)
         run = _plain_run(path, table, JSONL_FORMAT, [], aliases)
+        if config:
+            apply_trainer_config(run.meta, config)
         if text.lstrip().startswith("{"):
             run.warnings[:] = [
                 "a Keras History.history saved as JSON: one entry per epoch, numbered from 1"

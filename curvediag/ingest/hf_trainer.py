@@ -67,8 +67,13 @@ def find_state_file(path: Path) -> tuple[Path, str | None]:
 def sniff(path: Path) -> bool:
     """True when ``path`` looks like a Trainer state file or output folder."""
     if path.is_file():
-        return path.name == STATE_NAME or (
-            path.suffix == ".json" and b'"log_history"' in head_bytes(path, 1 << 16)
+        if path.name == STATE_NAME:
+            return True
+        head = head_bytes(path, 1 << 16)
+        # a state saved or committed under another name (state.json, even __init__.py): the
+        # JSON object holding the Trainer's log_history, whatever the file is called
+        return b'"log_history"' in head and (
+            path.suffix == ".json" or head.lstrip().startswith(b"{")
         )
     try:
         find_state_file(path)
