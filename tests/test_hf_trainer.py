@@ -172,3 +172,16 @@ def test_a_state_under_another_name_is_read_by_its_content(tmp_path: Path) -> No
     src.write_text('import json\nKEY = "log_history"\n', encoding="utf-8")
     with pytest.raises(UnrecognizedFormatError):
         curvediag.load_run(src)
+
+
+def test_log_entries_carrying_their_throughput_are_not_the_summary() -> None:
+    # LLaMA-Factory (include_num_input_tokens_seen) puts train_runtime and
+    # train_tokens_per_second in every log entry; only the last entry, with train_loss and no
+    # loss, is the end-of-training summary (a real one: holdout16
+    # hf16b_qwen05b_agentqa_lora_abort, read as "no train loss" at its blind measurement)
+    real = Path(__file__).resolve().parents[1] / "benchmarks/real_runs"
+    run = curvediag.load_run(real / "hf16b_qwen05b_agentqa_lora_abort" / "trainer_state.json")
+    assert len(run.metrics["train/loss"]) == 102
+    assert run.meta.summary["train_loss"] == pytest.approx(1.48709, abs=1e-4)
+    # the summary came at step 512 of the 2826 planned: the run did not finish its plan
+    assert run.meta.finished is False

@@ -191,7 +191,10 @@ def _collect_points(
         if not isinstance(entry, dict):
             bad_entries += 1
             continue
-        if _SUMMARY_KEYS & entry.keys():
+        # the end-of-training summary holds train_loss, never a loss: a log entry that also
+        # carries its throughput so far (train_runtime, train_tokens_per_second: LLaMA-Factory,
+        # include_num_input_tokens_seen) is an ordinary log
+        if _SUMMARY_KEYS & entry.keys() and "loss" not in entry:
             summary.update({k: f for k, v in entry.items() if (f := _number(v)) is not None})
             continue
         step = entry.get("step")
