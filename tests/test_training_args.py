@@ -182,3 +182,27 @@ def test_a_setting_in_the_runs_own_config_is_kept_for_other_loops() -> None:
     kobert = curvediag.diagnose(ROOT / "benchmarks/real_runs/wbb_kobert_nsmc_bs2")
     plan = next_run_changes(kobert)
     assert plan and not any(c.setting in ("max_steps", "weight_decay") for c in plan)
+
+
+def test_other_loops_get_their_warmup_and_clipping_in_their_own_terms() -> None:
+    # a plain loop's JSON history (a real one: holdout16 js16e_qwen05b_lora_muon_owt_diverge,
+    # 1500 steps, nothing naming the Trainer): the warmup target is a number of steps, never a
+    # TrainingArguments field it cannot set
+    import curvediag
+
+    d = curvediag.diagnose(ROOT / "benchmarks/real_runs/js16e_qwen05b_lora_muon_owt_diverge")
+    assert d.features["cfg.trainer_run"] is None
+    assert d.features["cfg.warmup_arg"] == "a linear warmup over the first 150 steps"
+    assert (
+        d.features["cfg.length_grouping_arg"] == "batches of similar lengths from the data loader"
+    )
+    text = " ".join(fix for f in d.findings for fix in f.fixes)
+    assert "150 steps" in text and "warmup_steps=" not in text and "warmup_ratio" not in text
+    # a nanoGPT config with clipping off (grad_clip 0.0) is told its own setting
+    run = _run(None, max_grad_norm=0.0)
+    run.format = "wandb-run"
+    run.meta.hyperparameters.update({"grad_clip": 0.0, "max_iters": 400})
+    fs = FeatureSet(run)
+    assert fs.get("cfg.trainer_run") is False
+    assert fs.get("cfg.clip_on_arg") == "grad_clip=1.0"
+    assert fs.get("cfg.warmup_short_arg") == "a linear warmup over the first 20 steps"

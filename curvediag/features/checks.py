@@ -326,14 +326,18 @@ def _into_range(usual: float, trainer: bool, optim: str) -> float:
         "cfg.lr_under_usual": "how many times the learning rate is below the lowest any common "
         "recipe uses (1e-7): 100 means 1e-9; None when it is not below",
         "cfg.warmup_arg": "the argument that sets a 10% warmup in the run's transformers "
-        "version (warmup_steps=0.1 in 5.x, warmup_ratio=0.1 in 4.x); None when the run "
-        "already warms up over 10% or more",
+        "version (warmup_steps=0.1 in 5.x, warmup_ratio=0.1 in 4.x); for a run the Trainer "
+        "did not write (or nothing says it did), a linear warmup over 10% of the planned "
+        "steps, in steps; None when the run already warms up over 10% or more",
         "cfg.warmup_now": "the run's warmup as written in its config (e.g. warmup_steps=0)",
-        "cfg.warmup_short_arg": "the argument for a 5% warmup in the run's transformers version",
+        "cfg.warmup_short_arg": "the argument for a 5% warmup in the run's transformers "
+        "version (in steps for other loops)",
         "cfg.max_grad_norm": "the run's clipping threshold (0 = off), when configured",
-        "cfg.clip_on_arg": "max_grad_norm=1.0 when clipping is off, else None",
+        "cfg.clip_on_arg": "how to turn clipping on when it is off (max_grad_norm=1.0 for the "
+        "Trainer, grad_clip=1.0 for a nanoGPT-style config, clip_grad_norm_ otherwise), else "
+        "None",
         "cfg.length_grouping_arg": "the argument that groups batches by length in the run's "
-        "transformers version",
+        "transformers version (in plain words for other loops)",
         "cfg.adaptive_optimizer": "the run's configured optimizer (optim / optimizer) adapts its "
         "step to the gradient's scale: true for Adam, AdamW, Adafactor, Lion, RMSprop, "
         "Adagrad ...; false for SGD; None when the config does not say",
@@ -400,11 +404,24 @@ def _cfg(ctx: FeatureContext) -> dict[str, Value]:
     out.update(_warmup_args(ctx, major))
     mgn = meta.max_grad_norm
     out["cfg.max_grad_norm"] = mgn
-    out["cfg.clip_on_arg"] = "max_grad_norm=1.0" if mgn is not None and mgn <= 0 else None
+    trainer_run = _trainer_run(ctx)
+    clip_arg = "max_grad_norm=1.0"
+    if trainer_run is not True:
+        # nanoGPT and its descendants call it grad_clip (0.0 = off); other loops clip by hand
+        clip_arg = (
+            "grad_clip=1.0"
+            if "grad_clip" in _hp(ctx)
+            else "torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0) before each step"
+        )
+    out["cfg.clip_on_arg"] = clip_arg if mgn is not None and mgn <= 0 else None
     out["cfg.length_grouping_arg"] = (
-        'train_sampling_strategy="group_by_length"' if major >= 5 else "group_by_length=True"
+        "batches of similar lengths from the data loader"
+        if trainer_run is not True
+        else 'train_sampling_strategy="group_by_length"'
+        if major >= 5
+        else "group_by_length=True"
     )
-    out["cfg.trainer_run"] = _trainer_run(ctx)
+    out["cfg.trainer_run"] = trainer_run
     out["cfg.adaptive_optimizer"] = _adaptive(optim)
     return out
 
@@ -440,12 +457,33 @@ def _warmup_args(ctx: FeatureContext, major: int) -> dict[str, Value]:
         )
     elif meta.warmup_steps == 0 or _maybe(ctx, "lr.has_warmup") is False:
         share, now = 0.0, "no warmup"
+    if _trainer_run(ctx) is not True:
+        # another training loop (or one nothing names): its own words are unknown, so the
+        # target is said in steps, which any loop can set
+        if meta.warmup_steps is not None and meta.warmup_steps >= 1:
+            now = f"{meta.warmup_steps} warmup steps"
+        elif meta.warmup_ratio:
+            now = f"warmup over {meta.warmup_ratio:.0%} of the steps"
+        return {
+            "cfg.warmup_arg": None
+            if share is not None and share >= 0.1
+            else _warmup_steps_phrase(planned, 0.1),
+            "cfg.warmup_now": now or "the current warmup",
+            "cfg.warmup_short_arg": _warmup_steps_phrase(planned, 0.05),
+        }
     want = "warmup_steps=0.1" if major >= 5 else "warmup_ratio=0.1"
     return {
         "cfg.warmup_arg": None if share is not None and share >= 0.1 else want,
         "cfg.warmup_now": now or "the current warmup",
         "cfg.warmup_short_arg": "warmup_steps=0.05" if major >= 5 else "warmup_ratio=0.05",
     }
+
+
+def _warmup_steps_phrase(planned: int | None, share: float) -> str:
+    """A linear warmup over ``share`` of the planned steps, in steps when they are known."""
+    if planned:
+        return f"a linear warmup over the first {max(1, round(share * planned))} steps"
+    return f"a linear warmup over the first {share:.0%} of the steps"
 
 
 #: config keys that only plain training loops (nanoGPT and its descendants) write
