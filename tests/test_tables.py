@@ -933,11 +933,23 @@ def test_a_loss_history_of_split_named_lists_loads(run_id: str, first_steps: lis
 
 
 def test_split_named_lists_need_a_file_named_for_its_loss(tmp_path: Path) -> None:
-    # {"train": [...]} in history.json could be any metric: it is not taken for the loss
+    # {"train": [...]} in history.json is read as the loss only when its train curve falls (a
+    # real one: holdout17 js17e_char_transformer_shakespeare_undertrained, refused at its blind
+    # measurement), with a warning saying so; a rising one (an accuracy) is not guessed at
+    (real,) = load_runs(REAL / "js17e_char_transformer_shakespeare_undertrained" / "history.json")
+    assert real.metrics["train/loss"].values.size == 10 and "eval/loss" in real.metrics
+    assert any("names no metric" in w for w in real.warnings)
     p = tmp_path / "history.json"
-    p.write_text('{"train": [0.9, 0.8, 0.7], "val": [0.95, 0.9, 0.85]}', encoding="utf-8")
+    p.write_text('{"train": [0.5, 0.6, 0.7], "val": [0.45, 0.5, 0.55]}', encoding="utf-8")
     with pytest.raises(CurvediagError):
         load_runs(p)
+    p.write_text('{"train": [0.9, 0.8, 0.7], "val": [0.95, 0.9, 0.85]}', encoding="utf-8")
+    assert load_runs(p)[0].metrics["train/loss"].values.tolist() == [0.9, 0.8, 0.7]
+    # a file named for another metric stays refused
+    acc = tmp_path / "accuracy.json"
+    acc.write_text('{"train": [0.9, 0.8, 0.7], "val": [0.95, 0.9, 0.85]}', encoding="utf-8")
+    with pytest.raises(CurvediagError):
+        load_runs(acc)
     rows = tmp_path / "accuracy_history.json"
     rows.write_text("[[1, 0.5, 0.4], [2, 0.6, 0.5], [3, 0.7, 0.55]]", encoding="utf-8")
     with pytest.raises(CurvediagError):
@@ -981,3 +993,21 @@ def test_a_json_history_list_wrapped_in_an_object_with_its_config_is_read(tmp_pa
     )
     with pytest.raises(MalformedRunError):
         load_runs(two)
+
+
+def test_a_log_written_in_another_language_names_its_loss_and_epoch(tmp_path: Path) -> None:
+    # a Catalan thesis' CSV (Epoca, Perdua, Accuracy, Items; a real one: holdout17
+    # mx17f_csv_urbansound_cnn_tfg_catalan, "no step column" at its blind measurement)
+    (real,) = load_runs(
+        REAL / "mx17f_csv_urbansound_cnn_tfg_catalan" / "training_log_32m_512w_Adam.csv"
+    )
+    assert real.metrics["train/loss"].values.size == 51
+    assert real.metrics["train/loss"].steps[:2].tolist() == [1, 2]
+    # Spanish and German the same way; a column that is not a loss word is not a loss
+    p = tmp_path / "log.csv"
+    p.write_text("Época,Pérdida\n1,2.0\n2,1.5\n3,1.2\n", encoding="utf-8")
+    assert load_runs(p)[0].metrics["train/loss"].values.tolist() == [2.0, 1.5, 1.2]
+    p.write_text("Epoche,Verlust\n1,2.0\n2,1.5\n3,1.2\n", encoding="utf-8")
+    assert load_runs(p)[0].metrics["train/loss"].steps.tolist() == [1, 2, 3]
+    p.write_text("Epoca,Precisio\n1,0.2\n2,0.5\n", encoding="utf-8")
+    assert "train/loss" not in load_runs(p)[0].metrics

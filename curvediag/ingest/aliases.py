@@ -90,7 +90,18 @@ ALIASES: dict[str, str] = {
     "train/grad_norm_total": "train/grad_norm",
     "grad/norm": "train/grad_norm",
     "train/global_grad_norm": "train/grad_norm",
+    # the loss and the epoch in the languages course and thesis logs are written in (Catalan,
+    # Spanish, Portuguese, Italian, French, German, Chinese, Japanese, Korean)
+    **dict.fromkeys(
+        ("perdua", "pèrdua", "perdida", "pérdida", "perda", "perdita", "perte", "verlust"),
+        "train/loss",
+    ),
+    **dict.fromkeys(("损失", "損失", "손실"), "train/loss"),
+    **dict.fromkeys(EPOCH_WORDS := ("epoca", "època", "época", "epoche", "époque"), "train/epoch"),
 }
+
+#: Epoch columns of a tabular log (the English name and the words in EPOCH_WORDS).
+EPOCH_COLUMNS = ("epoch", *EPOCH_WORDS)
 
 #: Step columns of a tabular log, best first (``epoch`` is only a fallback).
 STEP_COLUMNS = (

@@ -33,6 +33,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from itertools import pairwise
 from pathlib import Path
@@ -60,7 +61,13 @@ from curvediag.ingest._tabular import (
     wall_column,
 )
 from curvediag.ingest._tabular import finish_run as _finish
-from curvediag.ingest.aliases import ALIASES, STEP_COLUMNS, canonical_name, paired_names
+from curvediag.ingest.aliases import (
+    ALIASES,
+    EPOCH_COLUMNS,
+    STEP_COLUMNS,
+    canonical_name,
+    paired_names,
+)
 from curvediag.ingest.trainer_args import (
     apply_lightning_hparams,
     apply_trainer_config,
@@ -276,6 +283,15 @@ def _names_a_loss(path: Path) -> bool:
     return "loss" in path.stem.lower()
 
 
+#: Names of a file holding a loop's whole history: split-named lists in it are its loss curves
+#: (``json.dump({"train": train_losses, "val": val_losses}, open("history.json", "w"))``).
+_HISTORY_STEMS = frozenset({"history", "train_history", "training_history", "loss_history"})
+
+
+def _split_lists_are_losses(path: Path) -> bool:
+    return _names_a_loss(path) or path.stem.lower() in _HISTORY_STEMS
+
+
 def _looks_like_json_history(path: Path) -> bool:
     if path.suffix.lower() != ".json":
         return False
@@ -284,7 +300,7 @@ def _looks_like_json_history(path: Path) -> bool:
         # the loss lists may sit after metadata (a timestamp, class names...)
         return (
             bool(_LOSS_LIST_KEY.search(head))
-            or (_names_a_loss(path) and bool(_SPLIT_LIST_KEY.search(head)))
+            or (_split_lists_are_losses(path) and bool(_SPLIT_LIST_KEY.search(head)))
             or bool(_WRAPPED_RECORDS.search(head))
         )
     if _names_a_loss(path) and _ROW_LISTS.match(head):
@@ -336,7 +352,16 @@ def _wrapped_records(obj: dict[str, Any]) -> tuple[list[Any], dict[str, Any]] | 
     return found[0], config
 
 
-def _json_history_rows(path: Path, text: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def _falls(lists: dict[str, list[Any]]) -> bool:
+    """The train list (``train`` / ``training``) ends below where it started."""
+    train = next((v for k, v in lists.items() if k.lower() in ("train", "training")), None)
+    vals = [x for x in train or [] if x is not None and math.isfinite(x)]
+    return len(vals) >= 2 and vals[-1] < vals[0]
+
+
+def _json_history_rows(
+    path: Path, text: str, notes: list[str]
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """The per-epoch rows of a Keras ``History.history`` dict (each key a list, one entry per
     epoch), of a JSON list of per-epoch objects (``[{"epoch": 1, "train_loss": ...}, ...]``),
     or of such a list under a key of an object whose other mappings hold the run's settings;
@@ -369,9 +394,20 @@ def _json_history_rows(path: Path, text: str) -> tuple[list[dict[str, Any]], dic
         and v
         and all(x is None or (isinstance(x, (int, float)) and not isinstance(x, bool)) for x in v)
     }
-    if not any("loss" in k.lower() for k in lists) and _names_a_loss(path):
-        # {"train": [...], "val": [...]} in loss_history.json: the splits of the loss it names
+    if (
+        not any("loss" in k.lower() for k in lists)
+        and _split_lists_are_losses(path)
+        and (_names_a_loss(path) or _falls(lists))
+    ):
+        # {"train": [...], "val": [...]} in loss_history.json: the splits of the loss it names;
+        # in a plain history.json, only when its train curve falls (an accuracy rises)
         lists = {_SPLIT_NAMES.get(k.lower(), k): v for k, v in lists.items()}
+        if not _names_a_loss(path):
+            notes.append(
+                f"{path.name} names no metric: its split-named lists "
+                f"({', '.join(sorted(lists))}) are read as the loss because the train curve "
+                "falls; map them with --map if they hold another metric"
+            )
     if not any("loss" in k.lower() for k in lists):
         raise MalformedRunError(
             path, "not a training history: no key holding a list of numbers names a loss"
@@ -415,7 +451,8 @@ def read_plain_jsonl(path: Path, *, aliases: dict[str, str] | None = None) -> li
     """Read a JSON Lines log (one object per line) with a step key, or a Keras history."""
     if path.suffix.lower() == ".json":
         text = read_text(path, "JSON training history")
-        rows, config = _json_history_rows(path, text)
+        notes: list[str] = []
+        rows, config = _json_history_rows(path, text, notes)
         table = rows_table(flatten(r) for r in rows)
         run = _plain_run(path, table, JSONL_FORMAT, [], aliases)
         if config:
@@ -427,6 +464,7 @@ def read_plain_jsonl(path: Path, *, aliases: dict[str, str] | None = None) -> li
                 else w
                 for w in run.warnings
             ]
+        run.warnings.extend(notes)
         return [run]
     rows, warnings = json_lines(path, read_text(path, "JSON Lines log"), "JSON Lines log")
     table = rows_table(flatten(r) for r in rows)
@@ -439,7 +477,7 @@ def _plain_run(
     _name_series_from_file(path, table, warnings, aliases)
     step_name = find_column(table, STEP_COLUMNS)
     if step_name is None:
-        step_name = find_column(table, ["epoch"])
+        step_name = find_column(table, EPOCH_COLUMNS)
         if step_name is not None:
             warnings.append("no step column: steps are the 'epoch' column")
         elif _has_loss_column(table, aliases):
