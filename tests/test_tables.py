@@ -932,7 +932,7 @@ def test_a_loss_history_of_split_named_lists_loads(run_id: str, first_steps: lis
     assert "train/epoch" not in run.metrics or first_steps[0] == 1
 
 
-def test_split_named_lists_need_a_file_named_for_its_loss(tmp_path: Path) -> None:
+def test_split_named_lists_are_a_loss_where_the_file_or_its_curve_says_so(tmp_path: Path) -> None:
     # {"train": [...]} in history.json is read as the loss only when its train curve falls (a
     # real one: holdout17 js17e_char_transformer_shakespeare_undertrained, refused at its blind
     # measurement), with a warning saying so; a rising one (an accuracy) is not guessed at

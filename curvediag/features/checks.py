@@ -401,10 +401,10 @@ def _cfg(ctx: FeatureContext) -> dict[str, Value]:
         else nice(FROM_BELOW_ADAPTER_LR if adapters is True else FROM_BELOW_LR),
         "cfg.lr_under_usual": None if lr is None or lr >= ANY_MIN_LR else ANY_MIN_LR / lr,
     }
-    out.update(_warmup_args(ctx, major))
+    trainer_run = _trainer_run(ctx)
+    out.update(_warmup_args(ctx, major, trainer_run))
     mgn = meta.max_grad_norm
     out["cfg.max_grad_norm"] = mgn
-    trainer_run = _trainer_run(ctx)
     clip_arg = "max_grad_norm=1.0"
     if trainer_run is not True:
         # nanoGPT and its descendants call it grad_clip (0.0 = off); other loops clip by hand
@@ -438,7 +438,7 @@ def _adaptive(optim: str) -> bool | None:
     return False if "sgd" in optim or "momentum" in optim else None
 
 
-def _warmup_args(ctx: FeatureContext, major: int) -> dict[str, Value]:
+def _warmup_args(ctx: FeatureContext, major: int, trainer_run: bool | None) -> dict[str, Value]:
     """The run's warmup and the arguments that change it, in its transformers version's words
     (5.x folds warmup_ratio into warmup_steps: a value below 1 is a ratio)."""
     meta = ctx.run.meta
@@ -457,7 +457,7 @@ def _warmup_args(ctx: FeatureContext, major: int) -> dict[str, Value]:
         )
     elif meta.warmup_steps == 0 or _maybe(ctx, "lr.has_warmup") is False:
         share, now = 0.0, "no warmup"
-    if _trainer_run(ctx) is not True:
+    if trainer_run is not True:
         # another training loop (or one nothing names): its own words are unknown, so the
         # target is said in steps, which any loop can set
         if meta.warmup_steps is not None and meta.warmup_steps >= 1:

@@ -9,7 +9,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
-__all__ = ["ALIASES", "STEP_COLUMNS", "canonical_name", "paired_names"]
+__all__ = ["ALIASES", "EPOCH_COLUMNS", "STEP_COLUMNS", "canonical_name", "paired_names"]
+
+#: "Epoch" in the languages course and thesis logs are written in (see ALIASES).
+_EPOCH_WORDS = ("epoca", "època", "época", "epoche", "époque")
 
 #: Exact (case-insensitive) spellings -> canonical name.
 ALIASES: dict[str, str] = {
@@ -97,11 +100,11 @@ ALIASES: dict[str, str] = {
         "train/loss",
     ),
     **dict.fromkeys(("损失", "損失", "손실"), "train/loss"),
-    **dict.fromkeys(EPOCH_WORDS := ("epoca", "època", "época", "epoche", "époque"), "train/epoch"),
+    **dict.fromkeys(_EPOCH_WORDS, "train/epoch"),
 }
 
-#: Epoch columns of a tabular log (the English name and the words in EPOCH_WORDS).
-EPOCH_COLUMNS = ("epoch", *EPOCH_WORDS)
+#: Epoch columns of a tabular log (the English name and the same words as above).
+EPOCH_COLUMNS = ("epoch", *_EPOCH_WORDS)
 
 #: Step columns of a tabular log, best first (``epoch`` is only a fallback).
 STEP_COLUMNS = (

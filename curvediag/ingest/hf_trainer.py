@@ -69,12 +69,12 @@ def sniff(path: Path) -> bool:
     if path.is_file():
         if path.name == STATE_NAME:
             return True
-        head = head_bytes(path, 1 << 16)
         # a state saved or committed under another name (state.json, even __init__.py): the
-        # JSON object holding the Trainer's log_history, whatever the file is called
-        return b'"log_history"' in head and (
-            path.suffix == ".json" or head.lstrip().startswith(b"{")
-        )
+        # JSON object holding the Trainer's log_history, whatever the file is called. Any other
+        # file (a CSV, an event file) costs one small read, not the 64 KB a JSON file gets
+        if path.suffix != ".json" and not head_bytes(path, 256).lstrip().startswith(b"{"):
+            return False
+        return b'"log_history"' in head_bytes(path, 1 << 16)
     try:
         find_state_file(path)
     except UnrecognizedFormatError:
