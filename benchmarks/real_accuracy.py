@@ -79,6 +79,7 @@ RULE_CATEGORY: dict[str, str | None] = {
     "eval-still-improving-at-end": "still-improving",
     "run-ended-early": "ended-early",
     "run-crashed": "ended-early",
+    "run-log-unclosed": "ended-early",
     "stopped-by-early-stopping": "ended-early",
     "loss-collapsed-to-zero": "collapse",
     # exact zeros for most of the run (a masked NaN, a task made trivial): the vocabulary's

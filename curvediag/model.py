@@ -154,6 +154,10 @@ class RunMeta(BaseModel):
     finished: bool | None = None
     #: the training process's exit code when the log records it (a W&B run's exit record)
     exit_code: int | None = None
+    #: whether a W&B binary log holds its exit record; False when the log stops without one (the
+    #: process was killed, or the file was copied while the run was still going), None for a
+    #: format that records no exit
+    exit_recorded: bool | None = None
     #: the Trainer's EarlyStoppingCallback stopped training (its patience ran out), with the
     #: patience it had; from ``stateful_callbacks`` in trainer_state.json
     early_stopped: bool | None = None

@@ -165,3 +165,21 @@ def test_resume_seen_where_the_format_keeps_both_segments() -> None:
     assert "loss-level-shift" in ts.finding_ids
     # the whole output folder merges what every format knows
     assert "loss-level-shift-after-resume" in curvediag.diagnose(folder).finding_ids
+
+
+def test_a_wandb_log_cut_off_without_its_exit_record(tmp_path: Path) -> None:
+    """A W&B binary log copied while its run was going (or whose process was killed outright)
+    ends without the exit record: the reader says so, and the run is not called finished."""
+    log = next((HF_FIXTURES / "healthy_cosine" / "wandb").glob("*/run-*.wandb"))
+    whole = curvediag.load_run(log.parent)
+    assert whole.meta.exit_recorded is True and whole.meta.exit_code == 0
+    cut_dir = tmp_path / "wandb" / log.parent.name
+    cut_dir.mkdir(parents=True)
+    data = log.read_bytes()
+    (cut_dir / log.name).write_bytes(data[: len(data) * 3 // 5])
+    cut = curvediag.load_run(cut_dir)
+    assert cut.meta.exit_recorded is False and cut.meta.exit_code is None
+    assert "train_runtime" not in cut.meta.summary
+    ids = curvediag.diagnose(cut_dir).finding_ids
+    assert "healthy-converged" not in ids
+    assert {"run-ended-early", "run-log-unclosed"} & set(ids)

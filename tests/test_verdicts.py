@@ -118,6 +118,11 @@ def test_too_short_to_judge_still_says_how_the_run_ended() -> None:
     # a clean, finished short run says nothing more
     quiet = run.model_copy(update={"meta": RunMeta(exit_code=0, finished=True)})
     assert "exited" not in (curvediag.diagnose(quiet).inconclusive_reason or "")
+    # a W&B binary log cut off without its exit record says so too
+    cut = run.model_copy(update={"meta": RunMeta(exit_recorded=False)})
+    assert "without its exit record" in (curvediag.diagnose(cut).inconclusive_reason or "")
+    closed = run.model_copy(update={"meta": RunMeta(exit_recorded=True, exit_code=0)})
+    assert "exit record" not in (curvediag.diagnose(closed).inconclusive_reason or "")
 
 
 def test_nan_after_a_few_points_is_critical_not_missing(tmp_path: Path) -> None:

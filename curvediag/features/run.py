@@ -207,6 +207,8 @@ def _epochs_by_row(run: Run) -> float | None:
         "run.train_logs": "number of train-loss logs",
         "run.ended_early": "the log stops well before the planned steps and has no final summary",
         "run.exit_code": "the training process's exit code, when the log records it (W&B)",
+        "run.exit_recorded": "whether a W&B binary log holds its exit record (unavailable for "
+        "formats that record no exit)",
         "run.early_stopped": "EarlyStoppingCallback stopped the run (its patience ran out)",
         "run.early_stopping_patience": "the patience it had, in evaluations",
         "run.best_step": "step of the best checkpoint the Trainer recorded (best_global_step)",
@@ -283,6 +285,7 @@ def _run(ctx: FeatureContext) -> dict[str, Value]:
         "run.planned_epochs": planned_epochs,
         "run.finished": meta.finished,
         "run.exit_code": meta.exit_code,
+        "run.exit_recorded": meta.exit_recorded,
         "run.early_stopped": meta.early_stopped,
         "run.early_stopping_patience": meta.early_stopping_patience,
         "run.best_step": meta.best_global_step,

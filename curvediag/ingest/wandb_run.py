@@ -240,6 +240,7 @@ def _read_folder(folder: Path, aliases: dict[str, str] | None) -> Run:
         code = log.run.get("exit_code")
         # the last log decides: an attempt that crashed and was resumed did not end the run
         meta.exit_code = code if isinstance(code, int) and not isinstance(code, bool) else None
+        meta.exit_recorded = meta.exit_code is not None
         if isinstance(code, int) and code != 0:
             warnings.append(f"the W&B run exited with code {code} (crashed or killed)")
             meta.finished = False

@@ -312,6 +312,8 @@ def _stop_facts(run: Run) -> str:
     facts = []
     if meta.exit_code not in (None, 0) and meta.finished is not True:
         facts.append(f"the training process exited with code {meta.exit_code}")
+    elif meta.exit_recorded is False and meta.finished is not True:
+        facts.append("the W&B log stops without its exit record")
     if meta.max_steps and last is not None and last < meta.max_steps and meta.finished is not True:
         facts.append(f"the logs stop at step {last} of {meta.max_steps} planned")
     return "; " + " and ".join(facts) if facts else ""
