@@ -13,8 +13,8 @@ with two baselines run on the same series:
   at least 0.1%), Overfit ((mean eval - mean train) / mean train > 0.1) and ExplodingTensor
   (any NaN/Inf in a logged value).
 
-Scores, per label category and overall, for each split (``tune`` to ``tune16``: runs the rules
-may be tuned on; ``holdout17``: runs collected later and never tuned on), the tunable and held-out
+Scores, per label category and overall, for each split (``tune`` to ``tune17``: runs the rules
+may be tuned on; ``holdout18``: runs collected later and never tuned on), the tunable and held-out
 halves, and all of them:
 recall (expected problems found), precision (claimed problems that the label supports) and the
 share of healthy runs given a warning or worse. Writes ``benchmarks/results/real_accuracy.md``.
@@ -559,8 +559,10 @@ def main(argv: list[str] | None = None) -> int:
         "35485a7 and tunable since; `tune15`: `holdout15`, 64 runs collected the same way in "
         "the eighth session, measured blind at 8e3a88d and tunable since; `tune16`: "
         "`holdout16`, 60 runs collected the same way in the ninth session, measured blind at "
-        "05e8ef3 and tunable since; `holdout17`: 48 runs collected the same way later in the "
-        "ninth session, never tuned on (see LABELLING.md for every blind measurement).",
+        "05e8ef3 and tunable since; `tune17`: `holdout17`, 48 runs collected the same way "
+        "later in the ninth session, measured blind at 3040356 and tunable since; `holdout18`: "
+        "47 runs collected the same way in the tenth session, never tuned on (see LABELLING.md "
+        "for every blind measurement).",
         "",
         "Recall: labelled problems found (a finding of the label's category or a synonym). "
         "Precision: findings whose category the label supports (`expected` or `acceptable`; "
