@@ -345,9 +345,12 @@ def infer_loss_series(run: Run) -> None:
 
 
 #: The parts of a detector's loss (Ultralytics YOLO v5-v11: box, objectness / distribution
-#: focal, class, mask, keypoint), which it trains on the sum of.
+#: focal, class, mask, keypoint), which it trains on the sum of. YOLOv10 logs its two heads'
+#: parts apart (``box_om``... for one-to-many, ``box_oo``... for one-to-one) and trains on the
+#: sum of both heads' losses.
 _DETECTION_PARTS = frozenset(
     {"box_loss", "cls_loss", "dfl_loss", "obj_loss", "seg_loss", "pose_loss", "kobj_loss"}
+    | {f"{part}_{head}" for part in ("box", "cls", "dfl") for head in ("om", "oo")}
 )
 
 

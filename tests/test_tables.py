@@ -849,6 +849,17 @@ def test_a_detectors_loss_parts_sum_to_its_loss(tmp_path: Path) -> None:
     assert np.allclose(run.metrics["train/loss"].values, np.sum(parts, axis=0))
     assert run.metrics["eval/loss"].values[0] == pytest.approx(1.51782 + 2.43862 + 2.38075)
     assert not any("several evaluation sets" in w for w in run.warnings)
+    # YOLOv10 logs its one-to-many (_om) and one-to-one (_oo) heads' parts apart and trains on
+    # both (a real one: holdout18 mx18f_csv_rps_yolov10s_15ep, "no train or eval loss" at its
+    # blind measurement)
+    (v10,) = load_runs(REAL / "mx18f_csv_rps_yolov10s_15ep" / "results.csv")
+    names = [f"{p}_{h}" for h in ("om", "oo") for p in ("box", "cls", "dfl")]
+    total = np.sum([v10.metrics[f"train/{n}"].values for n in names], axis=0)
+    assert np.allclose(v10.metrics["train/loss"].values, total)
+    assert v10.metrics["train/loss"].values[0] == pytest.approx(
+        1.4151 + 2.4813 + 1.5898 + 1.3941 + 5.207 + 1.5542
+    )
+    assert v10.metrics["eval/loss"].values[-1] == pytest.approx(4.89117, abs=1e-4)
     # a GAN's two losses are not parts of one objective: no sum
     p = tmp_path / "log.csv"
     p.write_text("epoch,g_loss,d_loss\n1,2.0,0.7\n2,1.8,0.69\n3,1.7,0.7\n", encoding="utf-8")

@@ -142,8 +142,10 @@ def _eval_trend(v: np.ndarray) -> dict[str, Value]:
     late_from = v[-3] if pair else v[-2]
     late_drop = float((late_from - v[-1]) / abs(late_from)) if late_from != 0 else None
     if pair:
-        # scatter of single evaluations around their local trend (second differences)
-        noise = mad_sigma(np.diff(v, 2)) / np.sqrt(6.0)
+        # scatter of single evaluations around their local trend (second differences), over
+        # the second half, where the last gaps are: the bend of a fast first descent (a
+        # detector's warmup epochs) is curvature, not scatter
+        noise = mad_sigma(np.diff(v[v.size // 2 :], 2)) / np.sqrt(6.0)
         if last < 1.41 * noise:  # the mean of two gaps has 0.71x the scatter of one value
             last = 0.0
         # many evaluations: the trend of the last quarter, when it is clear of the noise, says

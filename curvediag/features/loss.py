@@ -386,6 +386,9 @@ def _nan(ctx: FeatureContext) -> dict[str, Value]:
         "spike.noise_z": "the largest spike's height over its baseline in units of the run's "
         "per-log noise (from first differences, as loss.noise): under 4, a noisy log's "
         "ordinary tail",
+        "spike.noise_z_over_chance": "spike.noise_z less ln(number of logs): the largest of n "
+        "draws of a heavy-tailed (Laplace) per-log noise reaches about ln(n) by chance, so a long "
+        "noisy log's tallest blip is not a spike",
         "spike.first_step": "step of the first spike",
         "spike.window_start_step": "first step of the logging window holding the largest spike",
         "spike.example_lo": "first training example index of that window (when batch size is "
@@ -431,6 +434,7 @@ def _spikes(ctx: FeatureContext) -> dict[str, Value]:
     per_log = mad_sigma(np.diff(t)) / np.sqrt(2.0) if n > 2 else 0.0
     return {
         "spike.noise_z": float(r / per_log) if per_log > 0 else None,
+        "spike.noise_z_over_chance": float(r / per_log - np.log(n)) if per_log > 0 else None,
         "spike.count": len(events),
         "spike.step": int(s[peak]),
         "spike.ratio": float(np.exp(r)) if scale.log else 1.0 + r,
@@ -454,6 +458,7 @@ def _spikes(ctx: FeatureContext) -> dict[str, Value]:
 #: What the spike group says of a run without a spike.
 _NO_SPIKE: dict[str, Value] = {
     "spike.noise_z": None,
+    "spike.noise_z_over_chance": None,
     "spike.count": 0,
     "spike.step": None,
     "spike.ratio": None,
