@@ -80,6 +80,8 @@ RULE_CATEGORY: dict[str, str | None] = {
     "run-ended-early": "ended-early",
     "run-crashed": "ended-early",
     "run-log-unclosed": "ended-early",
+    "warmup-most-of-run": "lr-problem",
+    "eval-loss-noisy": "noisy",
     "stopped-by-early-stopping": "ended-early",
     "loss-collapsed-to-zero": "collapse",
     # exact zeros for most of the run (a masked NaN, a task made trivial): the vocabulary's

@@ -10,10 +10,14 @@ from curvediag.features._stats import (
     LossScale,
     mad_sigma,
     prefix_medians,
+    rolling_median,
     sliding_medians,
 )
 from curvediag.features.loss import train_loss
 from curvediag.features.registry import FeatureContext, Value, feature_group
+
+#: Evaluations ``eval.scatter`` needs: with fewer, a running median of five is most of the run.
+SCATTER_MIN_EVALS = 8
 
 #: Running medians (each O(train logs)) computed for large windows of distinct sizes.
 MAX_RUNNING_MEDIANS = 8
@@ -182,6 +186,9 @@ def _eval_trend(v: np.ndarray) -> dict[str, Value]:
         "eval.improvement": "fractional decrease from the first eval loss to the minimum",
         "eval.change": "fractional change from the first to the last eval loss",
         "eval.spread": "(max - min) / |median| of the finite eval losses",
+        "eval.scatter": "robust scatter of the log eval loss around its running median over 5 "
+        "evaluations: the fractional eval-to-eval noise once the trend is taken out (from "
+        f"{SCATTER_MIN_EVALS} evaluations of a positive loss)",
         "eval.frozen_evals": "how many of the last evaluations gave exactly the last eval loss "
         "(to 7 significant digits) at different steps: 1 when the last one differs from the one "
         "before",
@@ -244,6 +251,7 @@ def _eval(ctx: FeatureContext) -> dict[str, Value]:
         "eval.improvement": -scale.ratio(float(t[i_min] - t[0])),
         "eval.change": scale.ratio(float(t[-1] - t[0])),
         "eval.spread": float((v.max() - v.min()) / med),
+        "eval.scatter": _trend_scatter(v),
         **_frozen(s, v),
         "eval.train_change_after_min": None,
         "eval.train_change": None,
@@ -261,6 +269,19 @@ def _eval(ctx: FeatureContext) -> dict[str, Value]:
         if np.isfinite(tr[2]) and np.isfinite(tr[1]) and tr[2] != 0:
             out["eval.train_change"] = float(tr[1] / tr[2] - 1)
     return out
+
+
+def _trend_scatter(v: np.ndarray) -> float | None:
+    """``eval.scatter``: the MAD scatter of the log eval losses around their centred running
+    median of five, over the evaluations with two neighbours on each side (a trend, a bend or
+    a V keeps its shape in the median; a one-off jump does not move it), or None for fewer
+    than :data:`SCATTER_MIN_EVALS` or a loss not positive."""
+    if v.size < SCATTER_MIN_EVALS or not bool(np.all(v > 0)):
+        return None
+    t = np.log(v)
+    # the full windows only: a shrunken window at either end turns a steep first descent into
+    # residuals of its own
+    return float(mad_sigma((t - rolling_median(t, 5))[2:-2]))
 
 
 #: Evaluations the eval-to-eval scatter needs: under this, two or three second differences

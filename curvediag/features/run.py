@@ -30,6 +30,8 @@ from curvediag.model import Run
         "reduce-on-plateau scheduler reaching its min_lr, not a schedule built for a shorter run",
         "lr.still_rising": "the learning rate was still rising at the last log (warmup never "
         "ended)",
+        "lr.warmup_share": "lr.warmup_end_step / the run's last logged step: the share of the "
+        "run spent warming up (None without a warmup)",
         "lr.decay_expected": "the configured scheduler decays the learning rate (linear, cosine, "
         "polynomial, ...)",
         "lr.n": "number of logged learning rates",
@@ -94,6 +96,7 @@ def _lr(ctx: FeatureContext) -> dict[str, Value]:
         "lr.final_ratio": float(values[-1] / peak) if peak > 0 else None,
         "lr.has_warmup": has_warmup,
         "lr.warmup_end_step": int(steps[reach]) if has_warmup else None,
+        "lr.warmup_share": float(steps[reach] / last) if has_warmup and last else None,
         "lr.constant": constant,
     }
 
