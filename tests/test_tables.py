@@ -1006,6 +1006,52 @@ def test_a_json_history_list_wrapped_in_an_object_with_its_config_is_read(tmp_pa
         load_runs(two)
 
 
+def test_a_mapping_of_lists_wrapped_beside_its_config_with_eval_steps_in_its_step_list(
+    tmp_path: Path,
+) -> None:
+    # {"config": {...}, "metrics_history": {"step": [25, 50, 75, 100, 100, ...], "loss": [...],
+    # "lr": [...], "epoch": [...]}}: the logger records the step of every log, the evaluations
+    # (which repeat the step they follow) included, but the loss only at train logs (a real one:
+    # holdout19 js19e_marian_en_hausa_gradnorm_explosion_early_stall, 102 steps and 82 losses,
+    # "not a training history" at its blind measurement)
+    (real,) = load_runs(REAL / "js19e_marian_en_hausa_gradnorm_explosion_early_stall")
+    loss = real.metrics["train/loss"]
+    assert len(loss) == 82
+    assert list(loss.steps[:6]) == [25, 50, 75, 100, 125, 150]
+    assert list(loss.values[:5]) == pytest.approx([4.6259, 4.6317, 4.6207, 4.38, 4.5299])
+    assert loss.steps[-1] == 2050 and np.all(np.diff(loss.steps) > 0)
+    assert real.metrics["train/learning_rate"].values[1] == pytest.approx(4.9e-06)
+    assert any("left out so that each loss keeps its step" in w for w in real.warnings)
+    # a step list whose extra entries are not repeats is not re-paired by guesswork
+    odd = tmp_path / "metrics.json"
+    odd.write_text('{"run": {"step": [1, 2, 3, 4], "loss": [2.0, 1.5, 1.2]}}', "utf-8")
+    (run,) = load_runs(odd)
+    assert not any("left out" in w for w in run.warnings)
+
+
+def test_llama_factory_trainer_log_numbers_by_its_steps_and_plan(tmp_path: Path) -> None:
+    # LLaMA-Factory's trainer_log.jsonl: current_steps is the step, total_steps the plan (a
+    # real one: tune18 js18e_qwen_lora_llamafactory_loss_zero_after_step10, read by row 1-37)
+    (real,) = load_runs(REAL / "js18e_qwen_lora_llamafactory_loss_zero_after_step10")
+    assert real.meta.max_steps == 375
+    assert real.metrics["train/loss"].steps[0] == 10
+    assert real.metrics["train/loss"].steps[-1] == 370
+    assert not any(k.endswith(("total_steps", "percentage")) for k in real.metrics)
+    # a prediction run's log of progress alone loads and is inconclusive (a real one: holdout19
+    # hf19b_csv_gemma2_9b_lora_predict_log_no_loss, refused with "no step column" at its blind
+    # measurement)
+    import curvediag
+
+    d = curvediag.diagnose(REAL / "hf19b_csv_gemma2_9b_lora_predict_log_no_loss")
+    assert d.verdict == "inconclusive"
+    assert any("progress only" in w for w in d.run.warnings)
+    # a CSV with a step column and nothing else is still refused by name
+    bare = tmp_path / "log.csv"
+    bare.write_text("step,note\n1,a\n2,b\n", "utf-8")
+    with pytest.raises(MalformedRunError, match="no numeric metric column"):
+        load_runs(bare)
+
+
 def test_a_log_written_in_another_language_names_its_loss_and_epoch(tmp_path: Path) -> None:
     # a Catalan thesis' CSV (Epoca, Perdua, Accuracy, Items; a real one: holdout17
     # mx17f_csv_urbansound_cnn_tfg_catalan, "no step column" at its blind measurement)

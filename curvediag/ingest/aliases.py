@@ -116,6 +116,7 @@ STEP_COLUMNS = (
     "iteration",
     "iter",
     "_step",
+    "current_steps",  # LLaMA-Factory's trainer_log.jsonl
 )
 
 _PREFIXES = (

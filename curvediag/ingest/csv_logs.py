@@ -352,6 +352,63 @@ def _wrapped_records(obj: dict[str, Any]) -> tuple[list[Any], dict[str, Any]] | 
     return found[0], config
 
 
+def _numeric_lists(obj: dict[str, Any]) -> dict[str, list[Any]]:
+    """The values of ``obj`` that are non-empty lists of numbers (None allowed)."""
+    return {
+        k: v
+        for k, v in obj.items()
+        if isinstance(v, list)
+        and v
+        and all(x is None or (isinstance(x, (int, float)) and not isinstance(x, bool)) for x in v)
+    }
+
+
+def _wrapped_lists(obj: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """``{"config": {...}, "metrics_history": {"step": [...], "loss": [...]}}``: the one
+    mapping of lists of numbers that names a loss, when the object's top level holds none, and
+    the settings in its other mappings."""
+    if any("loss" in k.lower() for k in _numeric_lists(obj)):
+        return None
+    found = [
+        v
+        for v in obj.values()
+        if isinstance(v, dict) and any("loss" in k.lower() for k in _numeric_lists(v))
+    ]
+    if len(found) != 1:
+        return None
+    config: dict[str, Any] = {}
+    for value in obj.values():
+        if isinstance(value, dict) and value is not found[0]:
+            config.update({str(k): v for k, v in value.items() if not isinstance(v, (dict, list))})
+    return found[0], config
+
+
+def _align_steps(lists: dict[str, list[Any]], notes: list[str]) -> dict[str, list[Any]]:
+    """A step list longer than the loss list it numbers: a logger that records the step (and
+    epoch) of every log, evaluations included, but the loss only at the train logs. The
+    evaluations are the entries that repeat the step before them (the Trainer evaluates at the
+    step it has just logged); when dropping those leaves exactly one step per loss, they are
+    dropped from every list of the step list's length. Any other mismatch leaves the lists
+    as they are."""
+    step_key = next((k for k in lists if k.lower() in STEP_COLUMNS), None)
+    loss_keys = [k for k in lists if "loss" in k.lower()]
+    if step_key is None or not loss_keys:
+        return lists
+    steps, n_loss = lists[step_key], len(lists[loss_keys[0]])
+    if len(steps) <= n_loss or any(len(lists[k]) != n_loss for k in loss_keys):
+        return lists
+    keep = [i for i, x in enumerate(steps) if i == 0 or x != steps[i - 1]]
+    if len(keep) != n_loss:
+        return lists
+    notes.append(
+        f"the {step_key} list has {len(steps)} entries and the loss {n_loss}: the "
+        f"{len(steps) - n_loss} entries that repeat the step before them (evaluations) are "
+        "left out so that each loss keeps its step"
+    )
+    long = len(steps)
+    return {k: ([v[i] for i in keep] if len(v) == long else v) for k, v in lists.items()}
+
+
 def _falls(lists: dict[str, list[Any]]) -> bool:
     """The train list (``train`` / ``training``) ends below where it started."""
     train = next((v for k, v in lists.items() if k.lower() in ("train", "training")), None)
@@ -374,6 +431,8 @@ def _json_history_rows(
     config: dict[str, Any] = {}
     if isinstance(obj, dict) and (wrapped := _wrapped_records(obj)) is not None:
         obj, config = wrapped
+    elif isinstance(obj, dict) and (inner := _wrapped_lists(obj)) is not None:
+        obj, config = inner
     if isinstance(obj, list) and obj and (rows := _loss_rows(path, obj)) is not None:
         return rows, config
     if isinstance(obj, list) and obj and all(isinstance(r, dict) for r in obj):
@@ -387,13 +446,7 @@ def _json_history_rows(
         )
     # the curves are the lists of numbers; metadata beside them (a timestamp, class names,
     # phase labels) is left out
-    lists = {
-        k: v
-        for k, v in obj.items()
-        if isinstance(v, list)
-        and v
-        and all(x is None or (isinstance(x, (int, float)) and not isinstance(x, bool)) for x in v)
-    }
+    lists = _numeric_lists(obj)
     if (
         not any("loss" in k.lower() for k in lists)
         and _split_lists_are_losses(path)
@@ -412,11 +465,23 @@ def _json_history_rows(
         raise MalformedRunError(
             path, "not a training history: no key holding a list of numbers names a loss"
         )
+    lists = _align_steps(lists, notes)
     n = max(len(v) for v in lists.values())
     rows = [{k: v[i] for k, v in lists.items() if i < len(v)} for i in range(n)]
     if any(k.lower() in STEP_COLUMNS for k in lists):
         return rows, config  # a list of the steps the entries were logged at numbers them
     return [{"epoch": i + 1, **r} for i, r in enumerate(rows)], config
+
+
+def _planned_steps(table: Table) -> int | None:
+    """The last ``total_steps`` of a LLaMA-Factory log: the steps the run planned."""
+    col = table.columns.get("total_steps")
+    if col is None:
+        return None
+    total = col.values[np.isfinite(col.values)]
+    if not total.size or float(total[-1]) < 1 or not float(total[-1]).is_integer():
+        return None
+    return int(total[-1])
 
 
 def read_plain_csv(path: Path, *, aliases: dict[str, str] | None = None) -> list[Run]:
@@ -493,7 +558,28 @@ def _plain_run(
                 f"loss column to number by row; columns: {describe_columns(table)}",
             )
     wall_name = find_column(table, WALL_COLUMNS)
-    cols = [c for c in table.columns if c not in {step_name, wall_name} and not is_unnamed(c)]
+    # LLaMA-Factory's trainer_log.jsonl: each row's progress against the planned total
+    progress_cols = {"total_steps", "percentage"} if step_name == "current_steps" else set()
+    cols = [
+        c
+        for c in table.columns
+        if c not in {step_name, wall_name, *progress_cols} and not is_unnamed(c)
+    ]
+    planned = _planned_steps(table) if progress_cols else None
+    if not cols and progress_cols:
+        # a LLaMA-Factory log of progress alone (a prediction run, do_predict): nothing to judge
+        empty = Run(
+            source=str(path),
+            format=fmt,
+            name=_run_name(path),
+            warnings=[
+                *warnings,
+                f"{path.name} records progress only (steps and times, no loss or other metric): "
+                "the log of a prediction or evaluation run",
+            ],
+        )
+        empty.meta.max_steps = planned
+        return _finish(empty, set(), dropped=OutOfRange(), table=table)
     if not cols:
         raise MalformedRunError(
             path,
@@ -527,6 +613,7 @@ def _plain_run(
     run = Run(
         source=str(path), format=fmt, name=_run_name(path), metrics=metrics, warnings=warnings
     )
+    run.meta.max_steps = planned
     if path.name == "results.csv":
         patience = apply_ultralytics_args(run.meta, path.parent, run.warnings)
         if patience is not None:
