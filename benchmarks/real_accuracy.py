@@ -82,6 +82,7 @@ RULE_CATEGORY: dict[str, str | None] = {
     "run-log-unclosed": "ended-early",
     "warmup-most-of-run": "lr-problem",
     "eval-loss-noisy": "noisy",
+    "loss-near-zero-from-start": "collapse",
     "stopped-by-early-stopping": "ended-early",
     "loss-collapsed-to-zero": "collapse",
     # exact zeros for most of the run (a masked NaN, a task made trivial): the vocabulary's
