@@ -36,6 +36,9 @@ ANY_MAX_LR = 1.0
 #: ... and one below 1e-7 is far under what any common recipe uses (DPO and RLHF, the lowest,
 #: run at 5e-7 to 5e-6; SGD and from-scratch training far higher).
 ANY_MIN_LR = 1e-7
+#: ... and for adapters (LoRA and the like), which train at 1e-5 to 1e-3: under 1e-6, ten times
+#: below the lowest of those, the adapter barely moves.
+ADAPTER_MIN_LR = 1e-6
 #: A learning rate to bring one from far below into the usual range: the bottom of full
 #: fine-tuning (1e-5), or of adapter fine-tuning (1e-4).
 FROM_BELOW_LR = 1e-5
@@ -323,8 +326,11 @@ def _into_range(usual: float, trainer: bool, optim: str) -> float:
         "current one is already at or above it",
         "cfg.lr_into_range": "a learning rate inside the usual range for this kind of run, when "
         "the current one is above it or far below it",
-        "cfg.lr_under_usual": "how many times the learning rate is below the lowest any common "
-        "recipe uses (1e-7): 100 means 1e-9; None when it is not below",
+        "cfg.lr_floor": "the learning rate under which the run is far below what any common "
+        "recipe of its kind uses: 1e-7 (DPO and RLHF, the lowest, run at 5e-7 and up), 1e-6 for "
+        "adapters (LoRA trains at 1e-5 to 1e-3)",
+        "cfg.lr_under_usual": "how many times the learning rate is below cfg.lr_floor: 100 "
+        "means 1e-9 against 1e-7; None when it is not below",
         "cfg.warmup_arg": "the argument that sets a 10% warmup in the run's transformers "
         "version (warmup_steps=0.1 in 5.x, warmup_ratio=0.1 in 4.x); for a run the Trainer "
         "did not write (or nothing says it did), a linear warmup over 10% of the planned "
@@ -381,6 +387,7 @@ def _cfg(ctx: FeatureContext) -> dict[str, Value]:
         # a Trainer run whose method is unknown is most often a fine-tune of a pretrained
         # model: never propose more than a full fine-tune uses
         raise_cap = min(raise_cap, FULL_FT_MAX_LR)
+    floor = ADAPTER_MIN_LR if adapters is True else ANY_MIN_LR
     out: dict[str, Value] = {
         "cfg.transformers_major": major,
         "cfg.lr": lr,
@@ -395,11 +402,12 @@ def _cfg(ctx: FeatureContext) -> dict[str, Value]:
         if lr is None or lr * 1.5 >= raise_cap
         else min(nice(lr * 10, above=lr), nice(raise_cap / 2, above=lr)),
         "cfg.lr_into_range": None
-        if lr is None or ANY_MIN_LR <= lr <= usual
+        if lr is None or floor <= lr <= usual
         else _into_range(usual, trainer, optim)
         if lr > usual
         else nice(FROM_BELOW_ADAPTER_LR if adapters is True else FROM_BELOW_LR),
-        "cfg.lr_under_usual": None if lr is None or lr >= ANY_MIN_LR else ANY_MIN_LR / lr,
+        "cfg.lr_floor": floor,
+        "cfg.lr_under_usual": None if lr is None or lr >= floor else floor / lr,
     }
     trainer_run = _trainer_run(ctx)
     out.update(_warmup_args(ctx, major, trainer_run))
