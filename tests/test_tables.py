@@ -351,6 +351,16 @@ def test_history_in_run_folder_reads_config_and_summary(tmp_path: Path) -> None:
     (run,) = tables.read_all(files.parent)
     assert run.name == "run-20200218_000000-abcd1234"
     assert run.meta.learning_rate == 0.001 and run.meta.summary == {"loss": 1.0, "_step": 1}
+    # a value under a !!python tag (an object the run's config held) reads as None: the rest of
+    # the file still counts, and nothing is constructed
+    (files / "config.yaml").write_text(
+        "learning_rate:\n  value: 0.002\nloss_fn:\n  value: !!python/object:os.system {}\n"
+        "max_steps:\n  value: 40\n",
+        encoding="utf-8",
+    )
+    (run,) = tables.read_all(files.parent)
+    assert run.meta.learning_rate == 0.002 and run.meta.max_steps == 40
+    assert not any("config.yaml" in w for w in run.warnings)
 
 
 def test_summary_folder_with_config() -> None:

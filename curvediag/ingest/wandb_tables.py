@@ -122,12 +122,16 @@ def wandb_metric_name(raw: str, aliases: Mapping[str, str] | None = None) -> str
 
 
 def read_wandb_config(path: Path) -> dict[str, Any]:
-    """A W&B ``config.yaml`` (``yaml.safe_load``), unwrapped; errors name the file."""
+    """A W&B ``config.yaml``, unwrapped; errors name the file. Read with the safe loader only,
+    a value under a ``!!python/...`` tag (an object the run's config held) reading as None
+    rather than refusing the whole file (:func:`safe_load_config`)."""
     import yaml
+
+    from curvediag.ingest.trainer_args import safe_load_config
 
     text = read_text(path, "W&B config.yaml")
     try:
-        data = yaml.safe_load(text)
+        data = safe_load_config(text)
     except (yaml.YAMLError, RecursionError) as exc:
         raise MalformedRunError(path, f"not valid YAML ({type(exc).__name__})") from None
     if data is None:
