@@ -1078,3 +1078,49 @@ def test_a_log_written_in_another_language_names_its_loss_and_epoch(tmp_path: Pa
     assert load_runs(p)[0].metrics["train/loss"].steps.tolist() == [1, 2, 3]
     p.write_text("Epoca,Precisio\n1,0.2\n2,0.5\n", encoding="utf-8")
     assert "train/loss" not in load_runs(p)[0].metrics
+
+
+def test_gpt_training_scripts_text_logs_are_read(tmp_path: Path) -> None:
+    # nanoGPT's train.py output (a real one: holdout20 hf20b_csv_nanogpt_shakespeare_char_val_rises,
+    # "no training log found here" at its blind measurement): iter lines are the train loss,
+    # step lines the evaluation
+    (nano,) = load_runs(REAL / "hf20b_csv_nanogpt_shakespeare_char_val_rises")
+    assert nano.format == "text-log"
+    assert nano.metrics["train/loss"].steps[:3].tolist() == [0, 10, 20]
+    assert nano.metrics["train/loss"].values[:2].tolist() == pytest.approx([4.3206, 3.1820])
+    ev = nano.metrics["eval/loss"]
+    assert ev.steps[:3].tolist() == [0, 250, 500]
+    assert ev.values[:3].tolist() == pytest.approx([4.3422, 2.0707, 1.7501])
+    # build-nanogpt's log/log.txt: "<step> train|val|hella <value>"
+    (build,) = load_runs(REAL / "hf20b_csv_build_nanogpt_gpt2_124m_fineweb_stub95")
+    assert build.metrics["eval/loss"].values.tolist() == pytest.approx([10.9310])
+    assert build.metrics["train/loss"].values[:2].tolist() == pytest.approx([10.934416, 10.883945])
+    assert "eval/hellaswag_acc" in build.metrics
+    # llm.c's stdout under a job's banner: "step N/M | loss X (+nanz)| norm ... | lr ...", the
+    # total is the plan; NaN losses stay (as NaN), and the job killed at step 100 of 19560
+    (llmc,) = load_runs(REAL / "hf20b_csv_llmc_gpt2_124m_nan_from_step1")
+    assert llmc.meta.max_steps == 19560
+    loss = llmc.metrics["train/loss"]
+    assert loss.steps[0] == 1 and loss.steps[-1] == 100 and np.isnan(loss.values).all()
+    assert llmc.metrics["train/learning_rate"].values[0] == pytest.approx(8.57e-07)
+    # a text file that merely mentions losses is not read as a log
+    notes = tmp_path / "notes.txt"
+    notes.write_text("the loss went down\nstep 1 was slow\nval loss looked fine\n", "utf-8")
+    with pytest.raises(UnrecognizedFormatError):
+        load_runs(notes)
+
+
+def test_mmengine_scalars_json_is_json_lines_with_validation_by_epoch() -> None:
+    # mmengine's vis_data/scalars.json (a real one: holdout20
+    # js20e_balloon_rtmdet_tiny_mmdet_stops_epoch131_of_300, "not a recognised training log" at
+    # its blind measurement): train records carry epoch and iter and are numbered by iteration;
+    # an epoch-based loop numbers each validation by its epoch
+    (run,) = load_runs(REAL / "js20e_balloon_rtmdet_tiny_mmdet_stops_epoch131_of_300")
+    loss = run.metrics["train/loss"]
+    assert loss.steps[:2].tolist() == [2, 4]
+    assert loss.values[0] == pytest.approx(1.0967919826507568)
+    m_ap = run.metrics["eval/coco/bbox_mAP"]
+    assert m_ap.values[:2].tolist() == pytest.approx([0.009, 0.012])
+    # validation after epoch 10 sits at epoch 10's last iteration (2 iterations per epoch)
+    assert m_ap.steps[0] == 20
+    assert any("numbered by epoch" in w for w in run.warnings)

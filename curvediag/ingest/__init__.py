@@ -50,6 +50,7 @@ FORMATS = (
     "lightning-csv",
     "tensorboard-csv",
     "wandb-summary",
+    "text-log",
     "csv",
     "jsonl",
 )

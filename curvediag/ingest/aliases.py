@@ -161,6 +161,8 @@ def canonical_name(
     if "/" in key:
         head, rest = key.split("/", 1)
         if head.lower() in _EVAL_HEADS:  # val/rmse_loss, validation/acc, test/loss
+            if "/" in rest:  # val/coco/bbox_mAP, val/accuracy/top1: the rest is already a path
+                return f"eval/{rest}"
             return canonical_name(f"eval_{rest}", namespace="eval", extra=extra)
         return key if head.lower() in _NAMESPACES else f"{namespace}/{key}"
     for prefix, ns in _PREFIXES:

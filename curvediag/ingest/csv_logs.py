@@ -84,6 +84,7 @@ __all__ = [
     "READERS",
     "TENSORBOARD_CSV",
     "keras_csv_header",
+    "plain_run",
     "tensorboard_csv_metric_name",
 ]
 
@@ -244,11 +245,64 @@ def keras_csv_header(cells: list[str]) -> bool:
     return len(lowered) >= 2 and "epoch" in lowered and any("loss" in c for c in lowered)
 
 
+def _json_lines_in_json(path: Path) -> bool:
+    """A ``.json`` file that is JSON Lines (mmengine's ``vis_data/scalars.json``): its first line
+    is a whole JSON object naming a loss and a step, and the next line starts another."""
+    if path.suffix.lower() != ".json":
+        return False
+    lines = head_bytes(path).splitlines()
+    if len(lines) < 2 or not lines[1].lstrip().startswith(b"{"):
+        return False
+    try:
+        first = json.loads(lines[0])
+    except (ValueError, RecursionError):
+        return False
+    return (
+        isinstance(first, dict)
+        and any("loss" in str(k).lower() for k in first)
+        and any(str(k).lower() in STEP_COLUMNS for k in first)
+    )
+
+
+def _mmengine_eval_steps(rows: list[dict[str, Any]], notes: list[str]) -> None:
+    """mmengine's epoch-based loops log each validation at ``step`` = the epoch, while the
+    train records (which carry ``epoch`` and ``iter``) count iterations: a validation record's
+    step becomes the last iteration of its epoch, so both share one axis."""
+    train = [r for r in rows if "iter" in r and "epoch" in r and "step" in r]
+    if not train:
+        return
+    last_iter: dict[int, int] = {}
+    for r in train:
+        e, st = r["epoch"], r["step"]
+        if isinstance(e, int) and isinstance(st, int):
+            last_iter[e] = max(last_iter.get(e, st), st)
+    moved = 0
+    for r in rows:
+        if "iter" in r or "epoch" in r or not isinstance(r.get("step"), int):
+            continue
+        epochs = [e for e in last_iter if e <= r["step"]]
+        if epochs:
+            r["step"] = last_iter[max(epochs)]
+            moved += 1
+            # its metrics (coco/bbox_mAP, mIoU, accuracy/top1) are the evaluation's
+            for k in [k for k in r if k not in ("step", "time", "data_time")]:
+                r[f"val/{k}"] = r.pop(k)
+    if moved:
+        notes.append(
+            f"{moved} validation records numbered by epoch (mmengine's epoch-based loop) are "
+            "placed at the last iteration of their epoch, their metrics read as eval metrics"
+        )
+
+
 def sniff_plain_jsonl(path: Path) -> bool:
     """Any ``.jsonl``/``.ndjson`` file, and a Keras history saved as ``.json``."""
     if not path.is_file():
         return False
-    return path.suffix.lower() in _JSONL_SUFFIXES or _looks_like_json_history(path)
+    return (
+        path.suffix.lower() in _JSONL_SUFFIXES
+        or _looks_like_json_history(path)
+        or _json_lines_in_json(path)
+    )
 
 
 #: ``{"loss": [`` ... at the start of a Keras ``History.history`` dumped with ``json.dump``,
@@ -497,7 +551,7 @@ def read_plain_csv(path: Path, *, aliases: dict[str, str] | None = None) -> list
             "loss its file name names"
         )
     table = parse_csv(path, text, "CSV log", sep=sep)
-    return [_plain_run(path, table, CSV_FORMAT, warnings, aliases)]
+    return [plain_run(path, table, CSV_FORMAT, warnings, aliases)]
 
 
 def _headerless_loss_pairs(path: Path, text: str, sep: str) -> bool:
@@ -514,12 +568,17 @@ def _headerless_loss_pairs(path: Path, text: str, sep: str) -> bool:
 
 def read_plain_jsonl(path: Path, *, aliases: dict[str, str] | None = None) -> list[Run]:
     """Read a JSON Lines log (one object per line) with a step key, or a Keras history."""
+    if path.suffix.lower() == ".json" and _json_lines_in_json(path):
+        rows, warnings = json_lines(path, read_text(path, "JSON Lines log"), "JSON Lines log")
+        _mmengine_eval_steps(rows, warnings)
+        table = rows_table(flatten(r) for r in rows)
+        return [plain_run(path, table, JSONL_FORMAT, warnings, aliases)]
     if path.suffix.lower() == ".json":
         text = read_text(path, "JSON training history")
         notes: list[str] = []
         rows, config = _json_history_rows(path, text, notes)
         table = rows_table(flatten(r) for r in rows)
-        run = _plain_run(path, table, JSONL_FORMAT, [], aliases)
+        run = plain_run(path, table, JSONL_FORMAT, [], aliases)
         if config:
             apply_trainer_config(run.meta, config)
         if text.lstrip().startswith("{"):
@@ -533,10 +592,10 @@ def read_plain_jsonl(path: Path, *, aliases: dict[str, str] | None = None) -> li
         return [run]
     rows, warnings = json_lines(path, read_text(path, "JSON Lines log"), "JSON Lines log")
     table = rows_table(flatten(r) for r in rows)
-    return [_plain_run(path, table, JSONL_FORMAT, warnings, aliases)]
+    return [plain_run(path, table, JSONL_FORMAT, warnings, aliases)]
 
 
-def _plain_run(
+def plain_run(
     path: Path, table: Table, fmt: str, warnings: list[str], aliases: dict[str, str] | None
 ) -> Run:
     _name_series_from_file(path, table, warnings, aliases)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from curvediag.errors import MalformedRunError, UnrecognizedFormatError
-from curvediag.ingest import csv_logs, wandb_tables
+from curvediag.ingest import csv_logs, text_logs, wandb_tables
 from curvediag.ingest._tabular import TableReader
 from curvediag.ingest.trainer_args import apply_trainer_config
 from curvediag.ingest.wandb_tables import read_wandb_config
@@ -37,6 +37,7 @@ READERS: tuple[TableReader, ...] = (
     csv_logs.LIGHTNING,
     csv_logs.TENSORBOARD_CSV,
     wandb_tables.SUMMARY,
+    text_logs.READER,
     csv_logs.PLAIN_CSV,
     csv_logs.PLAIN_JSONL,
 )
