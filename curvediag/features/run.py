@@ -218,6 +218,8 @@ def _epochs_by_row(run: Run) -> float | None:
         "run.snapshot_only": "the only source is a trainer_state.json without a final summary: a "
         "checkpoint snapshot, which cannot tell whether the run went on",
         "run.warmup_configured": "warmup steps from the configuration, when known",
+        "run.warmup_share_of_plan": "the configured warmup steps / the planned steps, when both "
+        "are known",
     },
 )
 def _run(ctx: FeatureContext) -> dict[str, Value]:
@@ -277,6 +279,9 @@ def _run(ctx: FeatureContext) -> dict[str, Value]:
         "run.ended_early": ended_early,
         "run.snapshot_only": run.format == "hf-trainer" and "train_runtime" not in meta.summary,
         "run.warmup_configured": configured,
+        "run.warmup_share_of_plan": configured / meta.max_steps
+        if configured is not None and meta.max_steps
+        else None,
         "run.last_step": last,
         "run.first_step": min(
             (int(x.steps[0]) for x in run.metrics.values() if len(x)), default=None
