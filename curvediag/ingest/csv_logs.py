@@ -35,6 +35,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from bisect import bisect_right
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -276,13 +277,14 @@ def _mmengine_eval_steps(rows: list[dict[str, Any]], notes: list[str]) -> None:
         e, st = r["epoch"], r["step"]
         if isinstance(e, int) and isinstance(st, int):
             last_iter[e] = max(last_iter.get(e, st), st)
+    epochs = sorted(last_iter)
     moved = 0
     for r in rows:
         if "iter" in r or "epoch" in r or not isinstance(r.get("step"), int):
             continue
-        epochs = [e for e in last_iter if e <= r["step"]]
-        if epochs:
-            r["step"] = last_iter[max(epochs)]
+        i = bisect_right(epochs, r["step"])  # the last epoch logged at or before it
+        if i:
+            r["step"] = last_iter[epochs[i - 1]]
             moved += 1
             # its metrics (coco/bbox_mAP, mIoU, accuracy/top1) are the evaluation's
             for k in [k for k in r if k not in ("step", "time", "data_time")]:
