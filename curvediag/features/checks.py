@@ -338,6 +338,12 @@ def _into_range(usual: float, trainer: bool, optim: str) -> float:
         "cfg.warmup_now": "the run's warmup as written in its config (e.g. warmup_steps=0)",
         "cfg.warmup_short_arg": "the argument for a 5% warmup in the run's transformers "
         "version (in steps for other loops)",
+        "cfg.eval_every_arg": "how to evaluate about every 5% of the planned steps: "
+        'eval_strategy="steps" with eval_steps=N for the Trainer, an evaluation every N steps '
+        "for other loops",
+        "cfg.keep_best_arg": "how to keep the checkpoint of the best evaluation: "
+        "load_best_model_at_end=True (save_steps a multiple of eval_steps) for the Trainer, in "
+        "words for other loops",
         "cfg.max_grad_norm": "the run's clipping threshold (0 = off), when configured",
         "cfg.clip_on_arg": "how to turn clipping on when it is off (max_grad_norm=1.0 for the "
         "Trainer, grad_clip=1.0 for a nanoGPT-style config, clip_grad_norm_ otherwise), else "
@@ -411,6 +417,7 @@ def _cfg(ctx: FeatureContext) -> dict[str, Value]:
     }
     trainer_run = _trainer_run(ctx)
     out.update(_warmup_args(ctx, major, trainer_run))
+    out.update(_eval_args(ctx, trainer_run))
     mgn = meta.max_grad_norm
     out["cfg.max_grad_norm"] = mgn
     clip_arg = "max_grad_norm=1.0"
@@ -484,6 +491,27 @@ def _warmup_args(ctx: FeatureContext, major: int, trainer_run: bool | None) -> d
         "cfg.warmup_arg": None if share is not None and share >= 0.1 else want,
         "cfg.warmup_now": now or "the current warmup",
         "cfg.warmup_short_arg": "warmup_steps=0.05" if major >= 5 else "warmup_ratio=0.05",
+    }
+
+
+def _eval_args(ctx: FeatureContext, trainer_run: bool | None) -> dict[str, Value]:
+    """How to evaluate about every 5% of the planned steps (at least every step), and how to
+    keep the best checkpoint, in the words of the run's loop."""
+    planned = ctx.run.meta.max_steps or ctx.run.last_step
+    every = max(1, round(0.05 * planned)) if planned else None
+    if trainer_run is True:
+        return {
+            "cfg.eval_every_arg": 'eval_strategy="steps" with '
+            + (f"eval_steps={every}" if every else "eval_steps about 5% of max_steps"),
+            "cfg.keep_best_arg": "save_steps a multiple of eval_steps and "
+            "load_best_model_at_end=True",
+        }
+    return {
+        "cfg.eval_every_arg": f"an evaluation on held-out data every {every} steps"
+        if every
+        else "an evaluation on held-out data about every 5% of the steps",
+        "cfg.keep_best_arg": "a checkpoint saved at each evaluation, keeping the one with the "
+        "best eval loss",
     }
 
 
