@@ -389,6 +389,16 @@ def _has_numeric_loss(record: Any) -> bool:
     )
 
 
+def _settings(obj: dict[str, Any], skip: object = None) -> dict[str, Any]:
+    """The scalar settings in the mappings of ``obj`` (``training_config``, ``config``), all
+    merged, for :func:`apply_trainer_config`; ``skip`` is the mapping that holds the curves."""
+    config: dict[str, Any] = {}
+    for value in obj.values():
+        if isinstance(value, dict) and value is not skip:
+            config.update({str(k): v for k, v in value.items() if not isinstance(v, (dict, list))})
+    return config
+
+
 def _wrapped_records(obj: dict[str, Any]) -> tuple[list[Any], dict[str, Any]] | None:
     """``{"training_config": {...}, "history": [{...}, ...]}``: the one list of records holding
     a numeric loss, and the settings in the object's other mappings (``max_steps``,
@@ -401,11 +411,7 @@ def _wrapped_records(obj: dict[str, Any]) -> tuple[list[Any], dict[str, Any]] | 
     ]
     if len(found) != 1:
         return None
-    config: dict[str, Any] = {}
-    for value in obj.values():
-        if isinstance(value, dict):
-            config.update({str(k): v for k, v in value.items() if not isinstance(v, (dict, list))})
-    return found[0], config
+    return found[0], _settings(obj)
 
 
 def _numeric_lists(obj: dict[str, Any]) -> dict[str, list[Any]]:
@@ -432,11 +438,7 @@ def _wrapped_lists(obj: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]
     ]
     if len(found) != 1:
         return None
-    config: dict[str, Any] = {}
-    for value in obj.values():
-        if isinstance(value, dict) and value is not found[0]:
-            config.update({str(k): v for k, v in value.items() if not isinstance(v, (dict, list))})
-    return found[0], config
+    return found[0], _settings(obj, skip=found[0])
 
 
 def _align_steps(lists: dict[str, list[Any]], notes: list[str]) -> dict[str, list[Any]]:
@@ -674,7 +676,8 @@ def plain_run(
     run = Run(
         source=str(path), format=fmt, name=_run_name(path), metrics=metrics, warnings=warnings
     )
-    run.meta.max_steps = planned
+    if planned is not None:
+        run.meta.max_steps = planned
     if path.name == "results.csv":
         patience = apply_ultralytics_args(run.meta, path.parent, run.warnings)
         if patience is not None:

@@ -27,6 +27,7 @@ from typing import Any
 
 from curvediag.errors import MalformedRunError
 from curvediag.ingest._tabular import TableReader, head_bytes, read_text, rows_table
+from curvediag.ingest.csv_logs import plain_run
 from curvediag.model import Run
 
 __all__ = ["FORMAT", "READER", "read_all", "sniff"]
@@ -64,14 +65,8 @@ def sniff(path: Path) -> bool:
     return hits >= _MIN_MATCHES
 
 
-def _num(text: str) -> float:
-    return float(text)
-
-
 def read_all(path: Path, *, aliases: dict[str, str] | None = None) -> list[Run]:
     """The run in a nanoGPT, build-nanogpt or llm.c text log."""
-    from curvediag.ingest.csv_logs import plain_run
-
     text = read_text(path, "text training log")
     rows: list[dict[str, Any]] = []
     planned: int | None = None
@@ -80,26 +75,28 @@ def read_all(path: Path, *, aliases: dict[str, str] | None = None) -> list[Run]:
         line = raw.strip()
         if m := _NANOGPT_EVAL.match(line):
             step = int(m[1])
-            rows.append({"step": step, "train/loss_estimate": _num(m[2]), "eval/loss": _num(m[3])})
+            rows.append(
+                {"step": step, "train/loss_estimate": float(m[2]), "eval/loss": float(m[3])}
+            )
         elif m := _NANOGPT_ITER.match(line):
-            row: dict[str, Any] = {"step": int(m[1]), "train/loss": _num(m[2])}
+            row: dict[str, Any] = {"step": int(m[1]), "train/loss": float(m[2])}
             if m[3] is not None:
-                row["system/step_time_ms"] = _num(m[3])
+                row["system/step_time_ms"] = float(m[3])
             rows.append(row)
         elif m := _BUILD_NANOGPT.match(line):
             name = {"train": "train/loss", "val": "eval/loss", "hella": "eval/hellaswag_acc"}
-            rows.append({"step": int(m[1]), name[m[2].lower()]: _num(m[3])})
+            rows.append({"step": int(m[1]), name[m[2].lower()]: float(m[3])})
         elif m := _LLMC_STEP.match(line):
             last_step = int(m[1])
             planned = int(m[2]) or planned
-            row = {"step": last_step, "train/loss": _num(m[3])}
+            row = {"step": last_step, "train/loss": float(m[3])}
             if m[4] is not None:
-                row["train/grad_norm"] = _num(m[4])
+                row["train/grad_norm"] = float(m[4])
             if m[5] is not None:
-                row["train/learning_rate"] = _num(m[5])
+                row["train/learning_rate"] = float(m[5])
             rows.append(row)
         elif m := _LLMC_VAL.match(line):
-            rows.append({"step": last_step, "eval/loss": _num(m[1])})
+            rows.append({"step": last_step, "eval/loss": float(m[1])})
     if not rows:
         raise MalformedRunError(
             path,
