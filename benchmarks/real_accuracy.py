@@ -80,6 +80,7 @@ RULE_CATEGORY: dict[str, str | None] = {
     "run-ended-early": "ended-early",
     "run-crashed": "ended-early",
     "run-log-unclosed": "ended-early",
+    "run-stopped-in-warmup": "ended-early",
     "warmup-most-of-run": "lr-problem",
     "eval-loss-noisy": "noisy",
     "loss-near-zero-from-start": "collapse",

@@ -173,6 +173,36 @@ def _last_epoch(run: Run) -> float | None:
     return float(finite.max())
 
 
+#: Below this many seconds left, an ETA at the last log says the run reached its end.
+_ETA_DONE_SECONDS = 1.0
+
+
+def _eta_end_step(run: Run) -> int | None:
+    """The step a logged countdown (Detectron2's ``eta_seconds``) puts the run's end at.
+
+    The seconds left at the last log, divided by the seconds per step the countdown lost over
+    the logs before it (their median, robust to a slow evaluation step), added to the last
+    step. An ETA of zero is the run's end itself. None without a usable countdown.
+    """
+    eta = run.get("train/eta_seconds")
+    if eta is None or len(eta) < 3:
+        return None
+    ok = np.isfinite(eta.values) & (eta.values >= 0)
+    steps, left = eta.steps[ok].astype(float), eta.values[ok]
+    if steps.size < 3:
+        return None
+    if float(left[-1]) < _ETA_DONE_SECONDS:
+        return int(steps[-1])
+    gaps = np.diff(steps)
+    drops = -np.diff(left)
+    rate = drops[gaps > 0] / gaps[gaps > 0]
+    rate = rate[rate > 0]
+    if rate.size < 2:
+        return None
+    per_step = float(np.median(rate))
+    return round(float(steps[-1]) + float(left[-1]) / per_step)
+
+
 def _epochs_by_row(run: Run) -> float | None:
     train, ev = run.get("train/loss"), run.get("eval/loss")
     if train is None or ev is None or len(train) < 2 or len(train) != len(ev):
@@ -194,9 +224,12 @@ def _epochs_by_row(run: Run) -> float | None:
         "run.max_steps": "planned number of steps, when known",
         "run.progress": "last logged step / planned steps, when known; else the last logged "
         "epoch / planned epochs (a loop that plans in epochs: its config's epochs); else the "
-        "last logged step / the step at which the learning-rate schedule's decay reaches zero",
+        "last logged step / the end a logged countdown (eta_seconds) gives; else the last "
+        "logged step / the step at which the learning-rate schedule's decay reaches zero",
         "run.schedule_end_step": "the step the learning-rate schedule was built to end at, when "
         "no planned length is configured and run.progress is measured against it",
+        "run.eta_end_step": "the step a logged countdown (eta_seconds) puts the end of the run "
+        "at, when no planned length is configured: run.progress is measured against it",
         "run.last_epoch": "the last logged epoch, when progress is counted in epochs",
         "run.planned_epochs": "the planned epochs, when progress is counted in epochs",
         "run.finished": "the log ends with the Trainer's final summary",
@@ -253,6 +286,10 @@ def _run(ctx: FeatureContext) -> dict[str, Value]:
         progress = last_epoch / planned_epochs
     threshold = ctx.settings.ended_early_progress
     schedule_end: int | None = None
+    eta_end = _eta_end_step(run) if progress is None else None
+    if eta_end and last is not None:
+        # the trainer's own countdown to its planned last step
+        progress = min(1.0, last / eta_end)
     if progress is None and isinstance(end := ctx.features.get("lr.schedule_end_step"), int):
         # no plan in the config: the LR schedule's own end, where its decay reaches zero. A
         # scheduler can be built a little longer than the run it drives, so a stricter bar
@@ -288,6 +325,7 @@ def _run(ctx: FeatureContext) -> dict[str, Value]:
         ),
         "run.max_steps": meta.max_steps,
         "run.schedule_end_step": schedule_end,
+        "run.eta_end_step": eta_end,
         "run.progress": progress,
         "run.last_epoch": last_epoch if planned_epochs else None,
         "run.planned_epochs": planned_epochs,
