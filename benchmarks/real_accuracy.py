@@ -114,6 +114,7 @@ RULE_CATEGORY: dict[str, str | None] = {
     "grad-clipping-saturated": "clipping-saturated",
     "grad-clipping-saturated-adam": "clipping-saturated",
     "grad-norm-vanishing": "not-learning",
+    "grad-norm-zero-from": "not-learning",
     "loss-level-shift-after-resume": "level-shift",
     "loss-level-shift": "level-shift",
     # the diagnosis is the learning-rate schedule (no warmup; its fix is warmup), not a spike

@@ -1110,6 +1110,62 @@ def test_gpt_training_scripts_text_logs_are_read(tmp_path: Path) -> None:
         load_runs(notes)
 
 
+def test_per_epoch_print_logs_are_read(tmp_path: Path) -> None:
+    # a loop's stdout, one line per epoch (a real one: holdout22
+    # mx22f_txt_dash_detector_delay_net_val_rises_30ep, "not a recognised training log" at its
+    # blind measurement): "epoch N  train_loss X  val_loss Y  F1 Z | grad L1 ..."
+    (run,) = load_runs(REAL / "mx22f_txt_dash_detector_delay_net_val_rises_30ep")
+    assert run.format == "text-log"
+    assert run.metrics["train/loss"].steps[:3].tolist() == [1, 2, 3]
+    assert run.metrics["train/loss"].values[:2].tolist() == pytest.approx([0.1810, 0.1440])
+    assert run.metrics["eval/loss"].values[-1] == pytest.approx(
+        float(
+            (REAL / "mx22f_txt_dash_detector_delay_net_val_rises_30ep" / "train_log.txt")
+            .read_text("utf-8")
+            .split("epoch  30")[1]
+            .split("val_loss")[1]
+            .split()[0]
+        )
+    )
+    assert len(run.metrics["eval/loss"]) == 30
+    # "Epoch [N/M], Loss: X, Val Loss: Y" and "Epoch N/M: loss=X": the total is the plan
+    bracket = tmp_path / "train.log"
+    bracket.write_text(
+        "Using device cpu\n"
+        + "".join(
+            f"Epoch [{i}/20], Loss: {1 / i:.4f}, Val Loss: {1.1 / i:.4f}, Val Acc: 0.{i:02d}\n"
+            for i in range(1, 6)
+        ),
+        "utf-8",
+    )
+    (br,) = load_runs(bracket)
+    assert br.meta.num_train_epochs == 20
+    want = [round(1.1 / i, 4) for i in range(1, 6)]
+    assert br.metrics["eval/loss"].values.tolist() == pytest.approx(want)
+    # Keras fit's stdout: "Epoch N/M", then the progress line, its last update after a \r
+    keras = tmp_path / "fit_output.txt"
+    keras.write_text(
+        "".join(
+            f"Epoch {i}/30\n"
+            f"10/50 [====>....] - ETA: 3s - loss: 9.9999\r"
+            f"50/50 [==========] - 4s 80ms/step - loss: {0.9 / i:.4f} - accuracy: 0.{i}0"
+            f" - val_loss: {1.0 / i:.4f} - val_accuracy: 0.{i}5\n"
+            for i in range(1, 5)
+        ),
+        "utf-8",
+    )
+    (kr,) = load_runs(keras)
+    assert kr.meta.num_train_epochs == 30
+    want = [round(0.9 / i, 4) for i in range(1, 5)]
+    assert kr.metrics["train/loss"].values.tolist() == pytest.approx(want)
+    assert kr.metrics["eval/loss"].steps.tolist() == [1, 2, 3, 4]
+    # epoch lines without a loss are not a training log
+    plain = tmp_path / "epochs.txt"
+    plain.write_text("".join(f"epoch {i} took 3 s\n" for i in range(5)), "utf-8")
+    with pytest.raises(UnrecognizedFormatError):
+        load_runs(plain)
+
+
 def test_mmengine_scalars_json_is_json_lines_with_validation_by_epoch() -> None:
     # mmengine's vis_data/scalars.json (a real one: holdout20
     # js20e_balloon_rtmdet_tiny_mmdet_stops_epoch131_of_300, "not a recognised training log" at

@@ -509,10 +509,17 @@ def _evalspike(ctx: FeatureContext) -> dict[str, Value]:
         "grad.first_nonfinite_step": "first step with a non-finite grad norm",
         "grad.nonfinite_count": "number of non-finite grad norms",
         "grad.near_zero": "median grad norm after warmup is below 1e-6",
+        "grad.zero_tail_logs": "grad norms of exactly 0.0 at every log from some step to the "
+        "end, after at least two finite non-zero ones: how many (0 when the last is not zero or "
+        "none before it was non-zero)",
+        "grad.zero_from_step": "the first step of that all-zero tail",
+        "grad.zero_tail_share": "its share of the logged run: (last step - its first step) / "
+        "(last step - first step)",
     },
 )
 def _grad(ctx: FeatureContext) -> dict[str, Value]:
     steps, values = ctx.series("train/grad_norm")
+    tail = _zero_tail(steps, values)
     thr_v = ctx.get("run.max_grad_norm")
     thr = float(thr_v) if isinstance(thr_v, (int, float)) else 1.0
     ok = np.isfinite(values)
@@ -545,6 +552,7 @@ def _grad(ctx: FeatureContext) -> dict[str, Value]:
         "grad.growth": None,
         "grad.growth_start_step": None,
         "grad.near_zero": None,
+        **tail,
     }
     if int(after.sum()) < 3:
         return out
@@ -566,3 +574,22 @@ def _grad(ctx: FeatureContext) -> dict[str, Value]:
         }
     )
     return out
+
+
+def _zero_tail(steps: np.ndarray, values: np.ndarray) -> dict[str, Value]:
+    """``grad.zero_tail_*``: the trailing run of grad norms of exactly 0.0 that follows finite
+    non-zero ones. A loss scaler skips a step now and then; zero at every log to the end means
+    no update reached the trainable weights from then on."""
+    n = values.size
+    i = n
+    while i > 0 and values[i - 1] == 0.0:
+        i -= 1
+    before = values[:i]
+    if i == n or int(np.sum(np.isfinite(before) & (before != 0.0))) < 2:
+        return {"grad.zero_tail_logs": 0, "grad.zero_from_step": None, "grad.zero_tail_share": None}
+    span = float(steps[-1] - steps[0])
+    return {
+        "grad.zero_tail_logs": int(n - i),
+        "grad.zero_from_step": int(steps[i]),
+        "grad.zero_tail_share": float(steps[-1] - steps[i]) / span if span > 0 else None,
+    }

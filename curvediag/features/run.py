@@ -35,8 +35,9 @@ from curvediag.model import Run
         "lr.decay_expected": "the configured scheduler decays the learning rate (linear, cosine, "
         "polynomial, ...)",
         "lr.n": "number of logged learning rates",
-        "lr.schedule_shape": "linear or cosine: the shape of a smooth decay from the peak that "
-        "the logged rates follow closely enough to tell where it reaches zero",
+        "lr.schedule_shape": "linear, cosine or polynomial (power 0.9): the shape of a smooth "
+        "decay from the peak that the logged rates follow closely enough to tell where it "
+        "reaches zero",
         "lr.schedule_end_step": "the step at which that decay reaches zero (where the schedule "
         "was built to end)",
         "lr.schedule_progress": "last logged step of the run / lr.schedule_end_step",
@@ -106,6 +107,12 @@ def _lr(ctx: FeatureContext) -> dict[str, Value]:
 _MIN_DECLINE = 0.1
 #: ... and when no logged rate strays from the fitted shape by more than this share of the fall.
 _SHAPE_TOLERANCE = 0.005
+#: A shorter fall, down to this share of the peak, is read when an exponential decay fits at
+#: least _EXP_MARGIN times worse than the shape (mmseg's poly schedule, stopped at 9% of its fall).
+_MIN_SHORT_DECLINE = 0.05
+_EXP_MARGIN = 4.0
+#: The power of mmseg's default ``poly`` schedule.
+_POLY_POWER = 0.9
 
 
 def _schedule_end(
@@ -118,8 +125,11 @@ def _schedule_end(
     fraction of its path the schedule had gone, ``arccos(2 lr/peak - 1) / pi``, grows linearly
     with the step and reaches 1 at the end. A fit within a small share of the fall is
     required, so exponential, inverse-square-root, step and reduce-on-plateau decays are left
-    alone, as is a schedule already within 10% of zero (it had done its work). When both
-    shapes fit, the later end is taken.
+    alone, as is a schedule already within 10% of zero (it had done its work). Polynomial
+    (mmseg's default ``poly``, power 0.9): ``(lr/peak) ** (1/0.9)`` lies on a line. When
+    several shapes fit, the later end is taken. A fall of less than 10% of the peak is read only
+    when an exponential decay fits several times worse: over a few percent of its fall an
+    exponential is hard to tell from a straight line.
     """
     peak = float(values[i_peak])
     post_s = steps[i_peak + 1 :].astype(float)
@@ -129,28 +139,43 @@ def _schedule_end(
     diffs = np.diff(post_v)
     if bool(np.any(diffs > 0)) or float(np.mean(diffs < 0)) < 0.8:
         return None, None
-    if float(post_v[0] - post_v[-1]) < _MIN_DECLINE * peak:
+    decline = float(post_v[0] - post_v[-1]) / peak
+    if decline < _MIN_SHORT_DECLINE:
         return None, None
     t = post_s - post_s[0]
-    fits: list[tuple[str, float]] = []
+    fits: list[tuple[str, float, float]] = []
     for shape, y in (
         ("linear", post_v / peak),
         ("cosine", np.arccos(np.clip(2.0 * post_v / peak - 1.0, -1.0, 1.0)) / np.pi),
+        ("polynomial", (post_v / peak) ** (1.0 / _POLY_POWER)),
     ):
-        slope, icpt = np.polyfit(t, y, 1)
-        fall = abs(float(y[-1] - y[0]))
-        if slope == 0 or fall == 0:
+        resid, line = _line_fit(t, y)
+        if line is None or resid > _SHAPE_TOLERANCE:
             continue
-        resid = float(np.max(np.abs(y - (icpt + slope * t))))
-        if resid > _SHAPE_TOLERANCE * fall:
-            continue
-        # the step at which the line reaches zero (linear) or the path reaches 1 (cosine)
-        target = 0.0 if shape == "linear" else 1.0
-        fits.append((shape, float(post_s[0] + (target - icpt) / slope)))
+        slope, icpt = line
+        # the step at which the line reaches zero (linear, polynomial) or the path reaches 1
+        # (cosine)
+        target = 1.0 if shape == "cosine" else 0.0
+        fits.append((shape, float(post_s[0] + (target - icpt) / slope), resid))
     if not fits:
         return None, None
-    shape, end = max(fits, key=lambda f: f[1])
+    if decline < _MIN_DECLINE:
+        exp_resid, _ = _line_fit(t, np.log(post_v / peak))
+        if exp_resid < _EXP_MARGIN * min(f[2] for f in fits):
+            return None, None
+    shape, end, _ = max(fits, key=lambda f: f[1])
     return shape, round(end)
+
+
+def _line_fit(t: np.ndarray, y: np.ndarray) -> tuple[float, tuple[float, float] | None]:
+    """The largest residual of a least-squares line through ``y``, as a share of its fall, and
+    the line (slope, intercept); None for a flat series."""
+    slope, icpt = np.polyfit(t, y, 1)
+    fall = abs(float(y[-1] - y[0]))
+    if slope == 0 or fall == 0:
+        return float("inf"), None
+    resid = float(np.max(np.abs(y - (icpt + slope * t)))) / fall
+    return resid, (float(slope), float(icpt))
 
 
 def _last_epoch(run: Run) -> float | None:
