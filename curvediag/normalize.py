@@ -251,6 +251,9 @@ _SPLITS = frozenset({"train", "training", "eval", "val", "valid", "validation", 
 _EVAL_WORDS = ("val", "test", "eval", "dev")
 #: Leaf names that are a loss although they do not say so (an MSE trained directly).
 _LOSS_LEAVES = ("mse", "nll", "cross_entropy", "xent", "bce")
+#: Leaf names of the total a loss of several named terms adds up to, when no name says "loss"
+#: (a VAE logging Pixel, Perceptual, KL Divergence and their Overall).
+_TOTAL_LEAVES = ("overall", "total")
 #: What a loss's leaf name says when it is the total of several (best first).
 _TOTAL_WORDS = (("total",), ("mean", "avg", "overall"))
 
@@ -303,7 +306,7 @@ def infer_loss_series(run: Run) -> None:
     train_c: list[str] = []
     eval_c: list[str] = []
     loss_words: tuple[str, ...] = ("loss",)
-    for loss_words in (("loss",), _LOSS_LEAVES):
+    for loss_words in (("loss",), _LOSS_LEAVES, _TOTAL_LEAVES):
         for k in run.metrics:
             low = k.lower()
             leaf = low.rsplit("/", 1)[-1]

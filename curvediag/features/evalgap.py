@@ -199,6 +199,11 @@ def _eval_trend(v: np.ndarray) -> dict[str, Value]:
         "the last evaluation",
         "eval.late_drop": "fractional fall of the eval loss over its last evaluations (the last "
         "two gaps; negative when it rose)",
+        "eval.falling_streak": "how many of the last evaluations were each below the one before "
+        "(0 when the last rose or held): noise around a level rarely falls 5 times in a row "
+        "(1 in 720 for independent scatter)",
+        "eval.fall_last5": "fractional fall of the eval loss over its last five gaps (1 - last / "
+        "the sixth from last); None under 6 evaluations",
         "eval.projected_gain": "how much further the eval loss would fall, as a fraction of the "
         "last eval loss: from 16 evaluations on, over another quarter at the pace of its last "
         "quarter when that trend is clear of the noise and not levelling off; else if its "
@@ -256,6 +261,8 @@ def _eval(ctx: FeatureContext) -> dict[str, Value]:
         "eval.train_change_after_min": None,
         "eval.train_change": None,
         **_eval_trend(v),
+        "eval.falling_streak": _falling_streak(v),
+        "eval.fall_last5": float(1.0 - v[-1] / v[-6]) if v.size >= 6 and v[-6] != 0 else None,
         **_log_shape(v, i_min),
         "eval.after_min_share": (v.size - 1 - i_min) / (v.size - 1) if v.size > 1 else None,
     }
@@ -269,6 +276,16 @@ def _eval(ctx: FeatureContext) -> dict[str, Value]:
         if np.isfinite(tr[2]) and np.isfinite(tr[1]) and tr[2] != 0:
             out["eval.train_change"] = float(tr[1] / tr[2] - 1)
     return out
+
+
+def _falling_streak(v: np.ndarray) -> int:
+    """The trailing evaluations each lower than the one before."""
+    n = 0
+    for a, b in zip(v[-2::-1], v[:0:-1], strict=True):
+        if not b < a:
+            break
+        n += 1
+    return n
 
 
 def _trend_scatter(v: np.ndarray) -> float | None:
