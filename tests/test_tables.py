@@ -1113,6 +1113,21 @@ def test_gpt_training_scripts_text_logs_are_read(tmp_path: Path) -> None:
         load_runs(notes)
 
 
+def test_a_wandb_files_folder_reads_its_curves_from_the_console_output() -> None:
+    # W&B's files/ folder with wandb-summary.json (final values only) and output.log, the
+    # console capture of nanoGPT's train.py (holdout22
+    # js22e_nanogpt_shakespeare_char_wandb_interrupted_iter1330: one point per metric at its
+    # blind measurement)
+    (run,) = load_runs(REAL / "js22e_nanogpt_shakespeare_char_wandb_interrupted_iter1330")
+    assert run.format == "text-log+wandb-summary"
+    assert len(run.metrics["train/loss"]) == 134
+    assert run.metrics["eval/loss"].steps.tolist()[:2] == [0, 250]
+    assert run.meta.summary["iter"] == 1250
+    # the summary's final values at W&B's own row counter are not mixed into the curves
+    assert "train/learning_rate" not in run.metrics
+    assert any("console output output.log" in w for w in run.warnings)
+
+
 def test_per_epoch_print_logs_are_read(tmp_path: Path) -> None:
     # a loop's stdout, one line per epoch (a real one: holdout22
     # mx22f_txt_dash_detector_delay_net_val_rises_30ep, "not a recognised training log" at its

@@ -167,10 +167,25 @@ def _load_runs(p: Path, format: str | None, aliases: Aliases) -> list[Run]:
 def _load_log_files(folder: Path, aliases: Aliases) -> list[Run]:
     """The runs in the log files directly inside ``folder`` (a CSV export, a metrics.csv...)."""
     mods = _modules()
+    files = sorted(f for f in folder.iterdir() if f.is_file() and not f.name.startswith("."))
     for name in FORMATS:
         if name not in _FOLDER_FORMATS and mods[name].sniff(folder):
-            return _call(folder, name, aliases)
-    files = sorted(f for f in folder.iterdir() if f.is_file() and not f.name.startswith("."))
+            found = _call(folder, name, aliases)
+            if name == "wandb-summary" and len(found) == 1:
+                # W&B's files/ folder: its summary holds final values only, while the console
+                # capture beside it (output.log) may print every step (a nanoGPT run's lines)
+                console = [f for f in files if mods["text-log"].sniff(f)]
+                if len(console) == 1:
+                    # its final values sit at W&B's own row counter, not the printed steps:
+                    # only its settings and summary are kept
+                    summary = found[0].model_copy(update={"metrics": {}, "warnings": []})
+                    merged = merge_runs(_call(console[0], "text-log", aliases)[0], [summary])
+                    merged.warnings.append(
+                        f"curves read from the console output {console[0].name}; "
+                        "wandb-summary.json gives the settings and final values"
+                    )
+                    return [merged]
+            return found
     runs: list[Run] = []
     for f in files:
         fmt = next((n for n in FORMATS if n not in _FOLDER_FORMATS and mods[n].sniff(f)), None)
