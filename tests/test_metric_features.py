@@ -29,6 +29,11 @@ from curvediag.testing.synth import make_run
         ("eval/rougeL", True),
         ("eval/reward", True),
         ("eval/roc_auc", True),
+        # a recommender's precision@5 as prec (holdout23, missed at its blind measurement)
+        ("eval/prec", True),
+        ("eval/precision@5", True),
+        ("eval/recall@10", True),
+        ("eval/hits@1", True),
         ("eval/loss", False),
         ("eval/wer", False),
         ("eval/cer", False),

@@ -47,6 +47,7 @@ _HIGHER = {
     "roc",
     "map",
     "precision",
+    "prec",
     "recall",
     "reward",
     "rewards",
@@ -62,7 +63,20 @@ _HIGHER = {
     "score",
     "bertscore",
 }
-_HIGHER_PREFIX = ("rouge", "accuracy", "f1", "bleu", "map@", "ndcg", "mrr")
+_HIGHER_PREFIX = (
+    "rouge",
+    "accuracy",
+    "f1",
+    "bleu",
+    "map@",
+    "ndcg",
+    "mrr",
+    "precision@",
+    "prec@",
+    "recall@",
+    "hits@",
+    "hit@",
+)
 _LOWER = {
     "loss",
     "wer",
@@ -103,7 +117,7 @@ _SCORE_ORDER = (
     ("auc", "auroc", "roc", "map", "mcc", "matthews"),
     ("wer", "cer", "ter"),
     ("reward", "rewards", "return"),
-    ("precision", "recall", "iou", "miou", "dice", "pearson", "spearman", "r2"),
+    ("precision", "prec", "recall", "iou", "miou", "dice", "pearson", "spearman", "r2"),
 )
 _ACCURACY = {"accuracy", "acc", "acc1", "top1"}
 _CLASS_KEYS = ("num_labels", "num_classes", "n_classes", "nb_classes", "number_of_classes")
