@@ -89,6 +89,7 @@ RULE_CATEGORY: dict[str, str | None] = {
     # exact zeros for most of the run (a masked NaN, a task made trivial): the vocabulary's
     # collapse ("or exactly 0"); it was missing here, so its claims scored as an unknown "data"
     "loss-mostly-zero": "collapse",
+    "detector-box-loss-zero": "collapse",
     "loss-drops-at-epoch-boundaries": "epoch-staircase",
     "loss-nonfinite-at-start": "nonfinite",
     "loss-nonfinite-after-grad-growth": "nonfinite",

@@ -133,6 +133,11 @@ def _adapter_hint(ctx: FeatureContext) -> bool | None:
         "classification or language-model score (accuracy, F1, AUC, perplexity, BLEU...), or "
         "its loss is an MSE/MAE by name: a loss whose scale is the targets', which can fall "
         "to ~0 on a fitted curve",
+        "zero.box_parts": "the box-regression parts of a detector's train loss (Ultralytics "
+        "box_loss / dfl_loss, Detectron2 loss_box_reg, mmdet loss_bbox) that are exactly 0.0 "
+        "at every one of at least 3 logs, comma-separated; None when there are none. A class "
+        "loss of exactly 0 is normal for a single-class detector and is not counted",
+        "zero.box_parts_logs": "how many logs those parts have",
     },
 )
 def _zero(ctx: FeatureContext) -> dict[str, Value]:
@@ -153,7 +158,10 @@ def _zero(ctx: FeatureContext) -> dict[str, Value]:
         ("reward" in m or "episode" in m or m.endswith("/kl")) and not any(p in m for p in pairwise)
         for m in (n.lower() for n in ctx.run.metrics)
     )
+    box, box_logs = _zero_box_parts(ctx)
     return {
+        "zero.box_parts": box,
+        "zero.box_parts_logs": box_logs,
         "zero.rl_run": rl,
         "zero.online_rl": online,
         "zero.regression": _regression(ctx),
@@ -208,6 +216,24 @@ COMMON_CLASS_COUNTS: dict[int, str] = {
 }
 #: ... matched within 1% of ln(K): all there is to go on, so a loss must sit right on it
 _COMMON_CLASSES_TOLERANCE = 0.01
+
+
+#: The box-regression parts of detectors' losses: zero only when no ground-truth box was
+#: matched to any prediction (a label folder that was never found, empty label files).
+_BOX_PARTS = frozenset({"box_loss", "dfl_loss", "loss_box_reg", "loss_bbox"})
+
+
+def _zero_box_parts(ctx: FeatureContext) -> tuple[str | None, int | None]:
+    zero: list[str] = []
+    logs = 0
+    for name, series in ctx.run.metrics.items():
+        if not name.startswith("train/") or name.split("/")[-1].lower() not in _BOX_PARTS:
+            continue
+        v = series.values[np.isfinite(series.values)]
+        if v.size >= 3 and bool(np.all(v == 0.0)):
+            zero.append(name.split("/", 1)[1])
+            logs = max(logs, int(v.size))
+    return (", ".join(sorted(zero)), logs) if zero else (None, None)
 
 
 @feature_group(
