@@ -278,14 +278,15 @@ def _eval(ctx: FeatureContext) -> dict[str, Value]:
     return out
 
 
+def _trailing(mask: np.ndarray) -> int:
+    """How many of the last entries of ``mask`` are true in a row."""
+    false = np.flatnonzero(~mask)
+    return int(mask.size - 1 - false[-1]) if false.size else int(mask.size)
+
+
 def _falling_streak(v: np.ndarray) -> int:
     """The trailing evaluations each lower than the one before."""
-    n = 0
-    for a, b in zip(v[-2::-1], v[:0:-1], strict=True):
-        if not b < a:
-            break
-        n += 1
-    return n
+    return _trailing(np.diff(v) < 0)
 
 
 def _trend_scatter(v: np.ndarray) -> float | None:
@@ -598,9 +599,7 @@ def _zero_tail(steps: np.ndarray, values: np.ndarray) -> dict[str, Value]:
     non-zero ones. A loss scaler skips a step now and then; zero at every log to the end means
     no update reached the trainable weights from then on."""
     n = values.size
-    i = n
-    while i > 0 and values[i - 1] == 0.0:
-        i -= 1
+    i = n - _trailing(values == 0.0)
     before = values[:i]
     if i == n or int(np.sum(np.isfinite(before) & (before != 0.0))) < 2:
         return {"grad.zero_tail_logs": 0, "grad.zero_from_step": None, "grad.zero_tail_share": None}

@@ -167,14 +167,13 @@ def _load_runs(p: Path, format: str | None, aliases: Aliases) -> list[Run]:
 def _load_log_files(folder: Path, aliases: Aliases) -> list[Run]:
     """The runs in the log files directly inside ``folder`` (a CSV export, a metrics.csv...)."""
     mods = _modules()
-    files = sorted(f for f in folder.iterdir() if f.is_file() and not f.name.startswith("."))
     for name in FORMATS:
         if name not in _FOLDER_FORMATS and mods[name].sniff(folder):
             found = _call(folder, name, aliases)
             if name == "wandb-summary" and len(found) == 1:
                 # W&B's files/ folder: its summary holds final values only, while the console
                 # capture beside it (output.log) may print every step (a nanoGPT run's lines)
-                console = [f for f in files if mods["text-log"].sniff(f)]
+                console = [f for f in _files(folder) if mods["text-log"].sniff(f)]
                 if len(console) == 1:
                     # its final values sit at W&B's own row counter, not the printed steps:
                     # only its settings and summary are kept
@@ -187,7 +186,7 @@ def _load_log_files(folder: Path, aliases: Aliases) -> list[Run]:
                     return [merged]
             return found
     runs: list[Run] = []
-    for f in files:
+    for f in _files(folder):
         fmt = next((n for n in FORMATS if n not in _FOLDER_FORMATS and mods[n].sniff(f)), None)
         if fmt is not None:
             runs += _call(f, fmt, aliases)
@@ -197,6 +196,11 @@ def _load_log_files(folder: Path, aliases: Aliases) -> list[Run]:
     if not runs:
         detect_format(folder)  # raises the explanatory error
     return runs
+
+
+def _files(folder: Path) -> list[Path]:
+    """The files directly inside ``folder``, hidden ones left out, by name."""
+    return sorted(f for f in folder.iterdir() if f.is_file() and not f.name.startswith("."))
 
 
 #: How deep under a project folder Lightning's CSVLogger runs are looked for

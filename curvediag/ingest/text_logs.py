@@ -78,10 +78,10 @@ def sniff(path: Path) -> bool:
     lines = head.decode("utf-8", errors="replace").splitlines()
     hits = sum(
         1
-        for line in lines
-        if any(p.match(line.strip()) for p in _PATTERNS)
-        or _epoch_pairs(line.strip())
-        or _KERAS_EPOCH.match(line.strip())
+        for raw in lines
+        if any(p.match(line := raw.strip()) for p in _PATTERNS)
+        or _epoch_pairs(line)
+        or _KERAS_EPOCH.match(line)
         or _KERAS_PROGRESS.search(line)
     )
     return hits >= _MIN_MATCHES
@@ -103,16 +103,20 @@ def _epoch_pairs(line: str) -> tuple[int, int | None, dict[str, float]] | None:
     if m is None:
         return None
     values = _pairs(m[3])
-    if not any("loss" in k.lower() for k in values):
+    if not _has_loss(values):
         return None
     return int(m[1]), int(m[2]) if m[2] else None, values
+
+
+def _has_loss(values: dict[str, float]) -> bool:
+    return any("loss" in k.lower() for k in values)
 
 
 def _keras_pairs(line: str) -> dict[str, float]:
     """The values of Keras's last progress-bar update on a line (``- loss: 0.51 - ...``)."""
     last = line.rsplit("\r", 1)[-1].rsplit("]", 1)[-1]
     values = _pairs(last)
-    return values if any("loss" in k.lower() for k in values) else {}
+    return values if _has_loss(values) else {}
 
 
 def read_all(path: Path, *, aliases: dict[str, str] | None = None) -> list[Run]:
