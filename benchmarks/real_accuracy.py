@@ -13,8 +13,8 @@ with two baselines run on the same series:
   at least 0.1%), Overfit ((mean eval - mean train) / mean train > 0.1) and ExplodingTensor
   (any NaN/Inf in a logged value).
 
-Scores, per label category and overall, for each split (``tune`` to ``tune22``: runs the rules
-may be tuned on; ``holdout23``: runs collected later and never tuned on), the tunable and held-out
+Scores, per label category and overall, for each split (``tune`` to ``tune23``: runs the rules
+may be tuned on; ``holdout24``: runs collected later and never tuned on), the tunable and held-out
 halves, and all of them:
 recall (expected problems found), precision (claimed problems that the label supports) and the
 share of healthy runs given a warning or worse. Writes ``benchmarks/results/real_accuracy.md``.
@@ -574,9 +574,10 @@ def main(argv: list[str] | None = None) -> int:
         "measured blind at ed69ff3 and tunable since; `tune21`: `holdout21`, 48 runs "
         "collected the same way in the eleventh session, measured blind at 0b3c99a and "
         "tunable since; `tune22`: `holdout22`, 36 runs collected the same way later in the "
-        "eleventh session, measured blind at 57aaa7e and tunable since; `holdout23`: 24 runs "
-        "collected the same way at the end of the eleventh session, never tuned on (see "
-        "LABELLING.md for every blind measurement).",
+        "eleventh session, measured blind at 57aaa7e and tunable since; `tune23`: `holdout23`, "
+        "24 runs collected the same way at the end of the eleventh session, measured blind at "
+        "a5fb9ba and tunable since; `holdout24`: 24 runs collected the same way in the twelfth "
+        "session, never tuned on (see LABELLING.md for every blind measurement).",
         "",
         "Recall: labelled problems found (a finding of the label's category or a synonym). "
         "Precision: findings whose category the label supports (`expected` or `acceptable`; "
