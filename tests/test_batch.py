@@ -478,5 +478,10 @@ def test_a_keras_csvlogger_training_log_is_found_and_a_console_log_is_not(tmp_pa
         encoding="utf-8",
     )
     (run / "console.log").write_text("Epoch 1/4\n12/12 - loss: 0.3000\n", encoding="utf-8")
+    # a loop's tab-separated step/loss table saved as train.log is a log too
+    (run / "train.log").write_text("step\tloss\n10\t8.46\n20\t7.69\n", encoding="utf-8")
     units = _units(tmp_path)
-    assert [Path(p).name for p, kind, _ in units if kind == "file"] == ["training.log"]
+    assert sorted(Path(p).name for p, kind, _ in units if kind == "file") == [
+        "train.log",
+        "training.log",
+    ]

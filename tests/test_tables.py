@@ -1198,3 +1198,93 @@ def test_mmengine_scalars_json_is_json_lines_with_validation_by_epoch() -> None:
     # validation after epoch 10 sits at epoch 10's last iteration (2 iterations per epoch)
     assert m_ap.steps[0] == 20
     assert any("numbered by epoch" in w for w in run.warnings)
+
+
+def test_hugging_face_trainer_console_prints_are_read(tmp_path: Path) -> None:
+    # a real stdout (holdout24 csv24f_bert_clm_wikitext_leak_collapse, "not a recognised
+    # training log" at its blind measurement): two Trainer runs printed as Python dicts, the
+    # second after the first's closing summary, its epochs starting again
+    path = REAL / "csv24f_bert_clm_wikitext_leak_collapse" / "train_log.txt"
+    first, second = load_runs(path)
+    assert first.format == "text-log" and first.name == "train_log (run 1 of 2)"
+    loss = first.metrics["train/loss"]
+    assert len(loss) == 13 and loss.values[0] == pytest.approx(1.6282)
+    # no progress bar start before it: steps are hundredths of an epoch
+    assert loss.steps[:2].tolist() == [22, 43]
+    assert first.metrics["eval/loss"].steps.tolist() == [100, 200, 300]
+    assert first.meta.summary["train_loss"] == pytest.approx(0.1268128219462339)
+    assert first.meta.finished is True and first.meta.max_steps is None
+    assert any("hundredths of an epoch" in w for w in first.warnings)
+    # the second run's bar starts at "0/2260" and its summary closes at epoch 10: real steps
+    assert second.meta.max_steps == 2260
+    assert second.metrics["eval/loss"].steps[:2].tolist() == [226, 452]
+    assert second.metrics["train/loss"].steps[0] == round(2.21 * 226)
+    assert len(second.metrics["eval/f1"]) == 10
+    # a newer Trainer's prints, values as strings; a final evaluate() after the summary joins
+    # the run it evaluates; a killed run (no summary) keeps hundredths of an epoch
+    log = tmp_path / "stdout.txt"
+    log.write_text(
+        "  0%|          | 0/40 [00:00<?, ?it/s]\n"
+        + "".join(
+            f" {i * 10}%|#   | {i * 4}/40 [00:0{i}<00:05]"
+            f"{{'loss': '{2.0 / i:.4g}', 'grad_norm': '1.5', 'learning_rate': '1e-05', "
+            f"'epoch': '{i * 0.2:.1f}'}}\n"
+            for i in range(1, 11)
+        )
+        + "{'eval_loss': '0.41', 'eval_runtime': '1.2', 'epoch': '2.0'}\n"
+        + "{'train_runtime': '10.5', 'train_loss': '0.6', 'epoch': '2.0'}\n"
+        + "{'eval_loss': '0.41', 'epoch': '2.0'}\n"
+        + "".join(f"{{'loss': {1.0 / i:.4f}, 'epoch': {i * 0.5:.1f}}}\n" for i in range(1, 5)),
+        "utf-8",
+    )
+    run, killed = load_runs(log)
+    assert run.meta.max_steps == 40
+    assert run.metrics["train/loss"].steps.tolist() == [4 * i for i in range(1, 11)]
+    assert run.metrics["train/grad_norm"].values[0] == pytest.approx(1.5)
+    assert run.metrics["eval/loss"].steps.tolist() == [40]  # one step: the same evaluation
+    assert killed.metrics["train/loss"].steps.tolist() == [50, 100, 150, 200]
+    assert killed.meta.finished is None
+
+
+def test_opennmt_logs_are_read(tmp_path: Path) -> None:
+    # OpenNMT-py's logger output (a real one: holdout24
+    # csv24f_opennmt_morph_inflection_spike_early_stop, "not a recognised training log" at its
+    # blind measurement): xent is the train loss, the eval loss the log of the validation
+    # perplexity, "Step N/M" gives the plan and "Early Stop!" ends it
+    (run,) = load_runs(REAL / "csv24f_opennmt_morph_inflection_spike_early_stop" / "train.log")
+    loss = run.metrics["train/loss"]
+    assert loss.steps[:2].tolist() == [50, 100] and loss.values[:2].tolist() == [3.29, 2.58]
+    assert run.meta.max_steps == 100000
+    ev = run.metrics["eval/loss"]
+    assert ev.steps[0] == 200 and ev.values[0] == pytest.approx(math.log(5.45281))
+    assert run.metrics["eval/accuracy"].values[0] == pytest.approx(44.6274)
+    assert run.meta.early_stopped is True and run.meta.finished is True
+    assert run.meta.early_stopping_patience == 2
+    # without the early stop the run is not called finished
+    log = tmp_path / "train.log"
+    log.write_text(
+        "".join(
+            f"[2024-05-08 04:06:{i:02d},722 INFO] Step {i * 50}/1000; acc:  {50 + i}.00; "
+            f"ppl: {3.0 / i:.2f}; xent: {1.1 / i:.2f}; lr: 1.00000; 11270/8704 tok/s; {i} sec\n"
+            for i in range(1, 6)
+        ),
+        "utf-8",
+    )
+    (cut,) = load_runs(log)
+    assert cut.meta.max_steps == 1000 and cut.meta.finished is None
+    assert cut.metrics["train/learning_rate"].values[0] == 1.0
+
+
+def test_a_tab_separated_loss_table_saved_as_a_log_is_read(tmp_path: Path) -> None:
+    # "step<TAB>loss" rows in train.log (a real one: holdout24
+    # csv24f_shakespeare_gpt2_124m_memorise_to_target, "not a recognised training log" at its
+    # blind measurement)
+    (run,) = load_runs(REAL / "csv24f_shakespeare_gpt2_124m_memorise_to_target" / "train.log")
+    loss = run.metrics["train/loss"]
+    assert loss.steps[:2].tolist() == [10, 20] and loss.values[0] == pytest.approx(8.460716)
+    assert len(loss) == 457
+    # a console log that only mentions a step and a loss on its first line is not a table
+    text = tmp_path / "console.log"
+    text.write_text("step loss printed below\nsomething else\n", "utf-8")
+    with pytest.raises(UnrecognizedFormatError):
+        load_runs(text)

@@ -134,7 +134,8 @@ DEFAULT_MAX_FILE_SIZE = 2 << 30
 _TABLE_SUFFIXES = frozenset({".csv", ".tsv"})
 _JSONL_SUFFIXES = frozenset({".jsonl", ".ndjson"})
 _PARQUET_SUFFIXES = frozenset({".parquet", ".pq"})
-#: ``.log`` counts only for a Keras ``CSVLogger`` file (``training.log`` by default).
+#: ``.log`` counts only for a table: a Keras ``CSVLogger`` file (``training.log`` by default)
+#: or a tab-separated ``step<TAB>loss`` log.
 _LOG_SUFFIXES = _TABLE_SUFFIXES | _JSONL_SUFFIXES | _PARQUET_SUFFIXES | {".json", ".wandb", ".log"}
 # what a run folder is: the same description the readers use
 _STATE = STATE_NAME
@@ -225,8 +226,11 @@ def _header_looks_like_log(head: bytes, suffix: str) -> bool:
         rows = list(csv.reader([line], delimiter="\t" if suffix == ".tsv" else ","))
     except csv.Error:
         return False
-    if suffix == ".log":  # a console log is not a table: only Keras' CSVLogger header counts
-        return bool(rows) and keras_csv_header(rows[0])
+    if suffix == ".log":
+        # a console log is not a table: only a header of a step or epoch and a loss counts
+        # (Keras' CSVLogger, comma-separated; a loop's step<TAB>loss table)
+        tabbed = next(csv.reader([line], delimiter="\t"), [])
+        return bool(rows) and (keras_csv_header(rows[0]) or keras_csv_header(tabbed))
     return bool(rows) and _looks_like_log_columns(rows[0])
 
 

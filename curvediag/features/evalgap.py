@@ -225,6 +225,17 @@ def _eval_trend(v: np.ndarray) -> dict[str, Value]:
         "band scores ~1, a real rise several; None under 6 evaluations (the scatter of 2-3 "
         "second differences is a guess) or for a loss not "
         "positive everywhere",
+        "eval.descent_into_min_z": "how much the eval loss was still falling just before its "
+        "minimum: the median of the first half of the (up to 8) evaluations before it above "
+        "the median of the second half (log scale), in units of the eval-to-eval scatter; "
+        "about 0 when the minimum sits in a flat band. None with fewer than 4 evaluations on "
+        "either side of the minimum",
+        "eval.rise_over_band_z": "where the eval loss got to after its minimum (the median of "
+        "the later half of the evaluations after it) above the level it held just before it "
+        "(the median of up to 8 evaluations before it), log scale, in units of the "
+        "eval-to-eval scatter: 1 or less when the minimum is a low outlier of a band the loss "
+        "never left, several for a loss that turned and rose. None as for "
+        "eval.descent_into_min_z",
     },
 )
 def _eval(ctx: FeatureContext) -> dict[str, Value]:
@@ -306,6 +317,12 @@ def _trend_scatter(v: np.ndarray) -> float | None:
 #: make the scatter a guess, and the rise is judged by the other conditions alone.
 RISE_Z_MIN_EVALS = 6
 
+#: Evaluations needed on each side of the minimum to read the band around it, and the most
+#: evaluations before it that make that band (the level just before the best, not the descent
+#: from the start).
+BAND_MIN_EVALS = 4
+BAND_MAX_EVALS = 8
+
 
 def _log_shape(v: np.ndarray, i_min: int) -> dict[str, Value]:
     """``eval.rise_z`` and ``eval.last_new_min_*``: both in units of the scatter of the log
@@ -314,12 +331,24 @@ def _log_shape(v: np.ndarray, i_min: int) -> dict[str, Value]:
         "eval.rise_z": None,
         "eval.last_new_min_drop": None,
         "eval.last_new_min_z": None,
+        "eval.descent_into_min_z": None,
+        "eval.rise_over_band_z": None,
     }
     if v.size < 4 or not bool(np.all(v > 0)):
         return out
     t = np.log(v)
     sigma = _scatter(t)
     out["eval.rise_z"] = _rise_z(t, i_min, sigma)
+    after = t[i_min + 1 :]
+    if i_min >= BAND_MIN_EVALS and after.size >= BAND_MIN_EVALS:
+        before = t[max(0, i_min - BAND_MAX_EVALS) : i_min]
+        half = before.size // 2
+        out["eval.descent_into_min_z"] = float(
+            (np.median(before[:half]) - np.median(before[half:])) / sigma
+        )
+        out["eval.rise_over_band_z"] = float(
+            (np.median(after[after.size // 2 :]) - np.median(before)) / sigma
+        )
     before = float(t[:-1].min())
     if t[-1] < before:
         out["eval.last_new_min_drop"] = float(-np.expm1(t[-1] - before))

@@ -309,6 +309,8 @@ def _perfect(st: dict[str, Value]) -> float | None:
         "score.num_classes": "number of classes, from the run's config (num_labels, ...)",
         "score.chance": "accuracy of guessing among num_classes (1 / num_classes)",
         "score.best_over_chance": "best accuracy minus chance, in accuracy units",
+        "score.best_accuracy": "the best eval accuracy as a fraction (an accuracy logged in "
+        "percent is divided by 100), when the main score is an accuracy; None otherwise",
     },
 )
 def _score(ctx: FeatureContext) -> dict[str, Value]:
@@ -353,7 +355,11 @@ def _score(ctx: FeatureContext) -> dict[str, Value]:
     chance = 1.0 / classes if classes and is_accuracy else None
     best = st["best"]
     # accuracies logged as percentages
-    scale = 100.0 if chance is not None and isinstance(best, float) and best > 1.0 else 1.0
+    percent = is_accuracy and isinstance(best, float) and 1.0 < best <= 100.0
+    scale = 100.0 if chance is not None and percent else 1.0
+    accuracy = None
+    if is_accuracy and isinstance(best, float) and 0.0 <= best <= 100.0:
+        accuracy = best / 100.0 if percent else best
     return {
         "score.metric": name,
         "score.higher_is_better": st["higher_is_better"],
@@ -380,4 +386,5 @@ def _score(ctx: FeatureContext) -> dict[str, Value]:
         "score.best_over_chance": (
             None if chance is None or not isinstance(best, float) else best / scale - chance
         ),
+        "score.best_accuracy": accuracy,
     }

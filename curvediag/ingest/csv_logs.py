@@ -97,6 +97,8 @@ FORMATS = (LIGHTNING_FORMAT, TB_FORMAT, CSV_FORMAT, JSONL_FORMAT)
 
 WALL_COLUMNS = ("wall_time", "wall time", "walltime", "timestamp", "_timestamp", "time")
 _CSV_SUFFIXES = {".csv", ".tsv"}
+#: Suffixes of a saved log that may hold a table (Keras' ``training.log``, a ``train.log``).
+_TABLE_LOG_SUFFIXES = {".log", ".txt"}
 _JSONL_SUFFIXES = {".jsonl", ".ndjson"}
 _TB_HEADER = ["wall time", "step", "value"]
 _TB_NAME = re.compile(r"^run[-_](?P<run>.*?)[-_]tag[-_](?P<tag>.+)$")
@@ -231,19 +233,33 @@ def read_tensorboard_csv(path: Path, *, aliases: dict[str, str] | None = None) -
 # --------------------------------------------------------------------------------------------
 def sniff_plain_csv(path: Path) -> bool:
     """Any ``.csv``/``.tsv`` file (the reader says what is wrong when it is not a log), and a
-    Keras ``CSVLogger`` file under its default name ``training.log`` or any other ``.log``
-    whose first line is a CSV header with an ``epoch`` column and a loss column."""
+    ``.log`` / ``.txt`` file whose first line is a comma- or tab-separated header with a step
+    or epoch column and a loss column: a Keras ``CSVLogger`` file under its default name
+    ``training.log``, a loop's ``step<TAB>loss`` table saved as ``train.log``."""
     if not path.is_file():
         return False
     if path.suffix.lower() in _CSV_SUFFIXES:
         return True
-    return path.suffix.lower() == ".log" and keras_csv_header(header_cells(path))
+    return _table_log_sep(path) is not None
+
+
+def _table_log_sep(path: Path) -> str | None:
+    """The separator of a ``.log`` / ``.txt`` file that is a table of a loss by step or epoch
+    (see :func:`sniff_plain_csv`), or None."""
+    if path.suffix.lower() not in _TABLE_LOG_SUFFIXES:
+        return None
+    for sep in (",", "\t"):
+        if keras_csv_header(header_cells(path, sep)):
+            return sep
+    return None
 
 
 def keras_csv_header(cells: list[str]) -> bool:
-    """``epoch,loss,...`` as Keras' CSVLogger writes it (a comma-separated header)."""
+    """``epoch,loss,...`` as Keras' CSVLogger writes it, or ``step,loss``: a header with a
+    step or epoch column and a loss column."""
     lowered = [c.strip().lower() for c in cells]
-    return len(lowered) >= 2 and "epoch" in lowered and any("loss" in c for c in lowered)
+    counter = any(c in STEP_COLUMNS or c in EPOCH_COLUMNS for c in lowered)
+    return len(lowered) >= 2 and counter and any("loss" in c for c in lowered)
 
 
 def _json_lines_in_json(path: Path) -> bool:
@@ -544,7 +560,7 @@ def _planned_steps(table: Table) -> int | None:
 
 def read_plain_csv(path: Path, *, aliases: dict[str, str] | None = None) -> list[Run]:
     """Read a CSV/TSV log with a step column."""
-    sep = "\t" if path.suffix.lower() == ".tsv" else ","
+    sep = "\t" if path.suffix.lower() == ".tsv" else (_table_log_sep(path) or ",")
     text = read_text(path, "CSV log")
     warnings: list[str] = []
     if _headerless_loss_pairs(path, text, sep):

@@ -28,7 +28,7 @@ from curvediag.normalize import (
     finish_run,
 )
 
-__all__ = ["FORMAT", "find_state_file", "read", "read_all", "sniff"]
+__all__ = ["FORMAT", "find_state_file", "read", "read_all", "run_from_history", "sniff"]
 
 FORMAT = "hf-trainer"
 _CHECKPOINT = CHECKPOINT_DIR
@@ -129,31 +129,57 @@ def read(path: str | Path, *, aliases: dict[str, str] | None = None) -> Run:
     state_path, checkpoint = find_state_file(p)
     state = _load_json(state_path)
     history = _log_history(state, state_path)
-    points, summary, bad_entries = _collect_points(history, aliases)
     warnings: list[str] = []
-    if bad_entries:
-        warnings.append(
-            f"{state_path}: skipped {bad_entries} log_history entries without a numeric 'step'"
-        )
-    metrics = {}
-    restarts: set[int] = set()
-    dropped = OutOfRange()
-    for name, (steps, values) in points.items():
-        series, r = build_series(name, steps, values, dropped=dropped)
-        metrics[name] = series
-        restarts.update(r)
-    meta = _run_meta(state, summary, checkpoint)
     if not history:
         warnings.append(f"{state_path}: log_history is empty (nothing was logged yet)")
     if checkpoint:
         warnings.append(f"read {checkpoint}/{STATE_NAME} (the latest checkpoint)")
-    run = Run(
-        source=str(state_path),
-        format=FORMAT,
+    return run_from_history(
+        state_path,
+        history,
         name=_run_name(state_path),
-        meta=meta,
-        metrics=metrics,
+        fmt=FORMAT,
+        state=state,
+        checkpoint=checkpoint,
         warnings=warnings,
+        aliases=aliases,
+    )
+
+
+def run_from_history(
+    source: Path,
+    history: list[Any],
+    *,
+    name: str,
+    fmt: str,
+    state: dict[str, Any] | None = None,
+    checkpoint: str | None = None,
+    warnings: list[str] | None = None,
+    aliases: dict[str, str] | None = None,
+) -> Run:
+    """A :class:`Run` from Trainer log entries (``log_history``, or the same dicts printed to
+    the console), each with a numeric ``step``; ``state`` is the rest of a trainer_state.json."""
+    points, summary, bad_entries = _collect_points(history, aliases)
+    notes = []
+    if bad_entries:
+        notes.append(
+            f"{source}: skipped {bad_entries} log_history entries without a numeric 'step'"
+        )
+    notes.extend(warnings or ())
+    metrics = {}
+    restarts: set[int] = set()
+    dropped = OutOfRange()
+    for metric, (steps, values) in points.items():
+        series, r = build_series(metric, steps, values, dropped=dropped)
+        metrics[metric] = series
+        restarts.update(r)
+    run = Run(
+        source=str(source),
+        format=fmt,
+        name=name,
+        meta=_run_meta(state or {}, summary, checkpoint),
+        metrics=metrics,
+        warnings=notes,
     )
     return finish_run(run, restarts=restarts, dropped=dropped)
 

@@ -1,6 +1,6 @@
-"""Reader for the plain-text logs that GPT training scripts print (``text-log``).
+"""Reader for the plain-text logs that training scripts print (``text-log``).
 
-Three layouts, each recognised line by line; anything else in the file (banners, tables of
+These layouts, each recognised line by line; anything else in the file (banners, tables of
 settings, sample generations, a scheduler's messages) is skipped:
 
 - nanoGPT's ``train.py`` output, often saved as ``log.txt`` or a job's stdout::
@@ -22,11 +22,27 @@ settings, sample generations, a scheduler's messages) is skipped:
   ``... - loss: 0.5123 - accuracy: 0.81 - val_loss: 0.4567``, is read the same way. Each row is
   numbered by its epoch; the total after the slash is the planned number of epochs.
 
+- Hugging Face Trainer's console output: each log entry printed as a Python dict
+  (``{'loss': 1.6282, 'learning_rate': 1.86e-05, 'epoch': 0.22}``, ``{'eval_loss': 0.41, ...}``
+  and the closing ``{'train_runtime': ..., 'train_loss': ...}``), with progress bars and other
+  output around them. The prints carry no step: when the training progress bar's start
+  (``| 0/2260 [00:00<?, ?it/s]``) and the closing summary are printed, a print's step is its
+  epoch x the bar's total / the summary's epoch, and the total is the planned number of steps;
+  otherwise steps are hundredths of an epoch. The epoch is kept as ``train/epoch``. A stdout
+  that holds several Trainer runs one after the other (a closing summary, or the epoch going
+  back) gives one run each, in order.
+- OpenNMT-py's log: ``Step 50/100000; acc: 12.00; ppl: 26.87; xent: 3.29; lr: 1.00000; ...``
+  (the cross-entropy is the train loss; the total after the slash is the planned number of
+  steps) and ``Validation perplexity: 5.45`` / ``Validation accuracy: 71.3`` after it (the eval
+  loss is the log of the perplexity). Its ``Early Stop!`` line marks a run its early stopping
+  ended (``Decreasing patience: 0/2``: a patience of 2).
+
 Only the shapes above are read: a free-form print log is not guessed at.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -34,6 +50,7 @@ from typing import Any
 from curvediag.errors import MalformedRunError
 from curvediag.ingest._tabular import TableReader, head_bytes, read_text, rows_table
 from curvediag.ingest.csv_logs import plain_run
+from curvediag.ingest.hf_trainer import run_from_history
 from curvediag.model import Run
 
 __all__ = ["FORMAT", "READER", "read_all", "sniff"]
@@ -59,6 +76,23 @@ _WORD = r"[A-Za-z_][\w./-]*"
 _END = r"(?=[\s,|;)]|$)"
 #: ``name: value`` / ``name = value`` (a name of one or more words), or ``name value``.
 _PAIR = re.compile(rf"({_WORD}(?: {_WORD})*)\s*[:=]\s*{_NUM}{_END}|({_WORD})\s+{_NUM}{_END}")
+#: Hugging Face Trainer's console print of a log entry (``ProgressCallback`` writes
+#: ``str(logs)``), anywhere on a line (a progress bar may precede it).
+_HF_LOG = re.compile(r"\{'(?:loss|eval_[\w/.-]+|train_runtime)': [^{}]*\}")
+_HF_PAIR = re.compile(rf"'([A-Za-z_][\w/.-]*)': '?{_NUM}'?(?=[,}}])")
+#: A tqdm bar drawn at its start, ``  0%|          | 0/2260 [00:00<?, ?it/s]``: its total.
+_BAR_START = re.compile(r"\| 0/(\d+) \[00:00<\?, \?it/s\]")
+#: OpenNMT-py's logger prefix ``[2024-05-08 04:06:17,722 INFO] `` and its lines.
+_ONMT_PREFIX = re.compile(r"^\[[^\]]*\]\s*")
+_ONMT_STEP = re.compile(r"^Step (\d+)(?:\s*/\s*(\d+))?;\s*(.*)$")
+_ONMT_VAL = re.compile(rf"^Validation (perplexity|accuracy|xent): {_NUM}\s*$")
+_ONMT_PATIENCE = re.compile(r"^Decreasing patience: \d+/(\d+)\s*$")
+_ONMT_FIELDS = {
+    "xent": "train/loss",
+    "ppl": "train/perplexity",
+    "acc": "train/accuracy",
+    "lr": "train/learning_rate",
+}
 _PATTERNS = (_NANOGPT_EVAL, _NANOGPT_ITER, _BUILD_NANOGPT, _LLMC_STEP, _LLMC_VAL)
 
 #: Suffixes a saved stdout carries (a job's ``.out`` / ``.log``, a ``log.txt``), or none.
@@ -83,6 +117,8 @@ def sniff(path: Path) -> bool:
         or _epoch_pairs(line)
         or _KERAS_EPOCH.match(line)
         or _KERAS_PROGRESS.search(line)
+        or _HF_LOG.search(line)
+        or _ONMT_STEP.match(_ONMT_PREFIX.sub("", line, count=1))
     )
     return hits >= _MIN_MATCHES
 
@@ -119,15 +155,182 @@ def _keras_pairs(line: str) -> dict[str, float]:
     return values if _has_loss(values) else {}
 
 
+def _hf_entries(text: str) -> list[tuple[int, dict[str, float]]]:
+    """The Trainer log entries printed in ``text``, in order (numbers only), each with its
+    offset in the text."""
+    entries = []
+    for m in _HF_LOG.finditer(text):
+        entry = {k: float(v) for k, v in _HF_PAIR.findall(m[0])}
+        if entry:
+            entries.append((m.start(), entry))
+    return entries
+
+
+def _is_summary(entry: dict[str, float]) -> bool:
+    return "train_runtime" in entry and "loss" not in entry
+
+
+def _hf_runs(
+    path: Path,
+    text: str,
+    entries: list[tuple[int, dict[str, float]]],
+    aliases: dict[str, str] | None,
+) -> list[Run]:
+    """One run per Trainer run printed in a console log (see the module docstring)."""
+    groups: list[list[tuple[int, dict[str, float]]]] = [[]]
+    closed: float | None = None  # the epoch at which the current group's summary was printed
+    for pos, entry in entries:
+        epoch = entry.get("epoch")
+        group = groups[-1]
+        if group:
+            last = next((e["epoch"] for _, e in reversed(group) if "epoch" in e), None)
+            # a final trainer.evaluate() after the summary, at the same epoch, still belongs
+            late_eval = closed is not None and "loss" not in entry and epoch == closed
+            restart = epoch is not None and last is not None and epoch < last
+            if (closed is not None and not late_eval) or restart:
+                groups.append([])
+                closed = None
+        groups[-1].append((pos, entry))
+        if _is_summary(entry):
+            closed = epoch
+    learned = [g for g in groups if any("loss" in e or "eval_loss" in e for _, e in g)]
+    runs = []
+    after = 0  # where the previous run's prints ended
+    for i, group in enumerate(learned):
+        total = _bar_total(text, after, group[0][0])
+        after = group[-1][0] + 1
+        history, planned, note = _number_steps([e for _, e in group], total)
+        name = path.stem if len(learned) == 1 else f"{path.stem} (run {i + 1} of {len(learned)})"
+        notes = [note]
+        if len(learned) > 1:
+            notes.append(
+                f"{path.name} holds {len(learned)} Trainer runs printed one after the other; "
+                f"this is run {i + 1}"
+            )
+        run = run_from_history(
+            path, history, name=name, fmt=FORMAT, warnings=notes, aliases=aliases
+        )
+        if planned:
+            run.meta.max_steps = planned
+        runs.append(run)
+    return runs
+
+
+def _bar_total(text: str, start: int, end: int) -> int | None:
+    """The total of the last progress bar that starts (``0/T [``, in iterations per second)
+    in ``text[start:end]``: the Trainer's training bar, drawn before its first log."""
+    totals = _BAR_START.findall(text, start, end)
+    return int(totals[-1]) if totals else None
+
+
+def _number_steps(
+    group: list[dict[str, float]], total: int | None
+) -> tuple[list[dict[str, Any]], int | None, str]:
+    """Give each printed entry a step: from its epoch, in real steps when the training bar's
+    total and the closing summary's epoch are printed (steps per epoch = total / epochs), else
+    in hundredths of an epoch; the count of train-loss prints when the printed epochs do not
+    tell (rounded to the same value). Also the planned steps, when known."""
+    summary = next((e for e in group if _is_summary(e)), None)
+    epochs = summary.get("epoch") if summary else None
+    per_epoch: float | None = None
+    if total and epochs and epochs > 0:
+        per_epoch = total / epochs
+    scale = per_epoch or 100.0
+    # two prints of one kind at different epochs must not share a step (the same epoch
+    # printed twice, a final trainer.evaluate() after the last epoch's, may)
+    distinct = all(
+        len({round(x * scale) for x in kind}) == len(kind)
+        for kind in (
+            {e["epoch"] for e in group if "loss" in e and "epoch" in e},
+            {e["epoch"] for e in group if "eval_loss" in e and "epoch" in e},
+        )
+    )
+    history: list[dict[str, Any]] = []
+    count = 0
+    for entry in group:
+        if "loss" in entry:
+            count += 1
+        if distinct and "epoch" in entry:
+            step = max(1, round(entry["epoch"] * scale))
+        else:
+            step = max(count, 1)
+        history.append({**entry, "step": step})
+    if not distinct:
+        note = "the Trainer's console prints hold no step: steps count the train-loss prints"
+    elif per_epoch:
+        note = (
+            "the Trainer's console prints hold no step: steps are the epoch x "
+            f"{per_epoch:.6g} (its progress bar's {total} steps over {epochs:g} epochs)"
+        )
+    else:
+        note = (
+            "the Trainer's console prints hold no step: steps are hundredths of an epoch "
+            "(epoch 2.8 is step 280)"
+        )
+    return history, (total if per_epoch and distinct else None), note
+
+
+def _onmt_runs(path: Path, lines: list[str], aliases: dict[str, str] | None) -> list[Run] | None:
+    """The run in an OpenNMT-py log, or None when ``lines`` hold no ``Step N/M;`` line."""
+    rows: list[dict[str, Any]] = []
+    planned: int | None = None
+    step = 0
+    early = False
+    patience: int | None = None
+    for raw in lines:
+        line = _ONMT_PREFIX.sub("", raw.strip(), count=1)
+        if m := _ONMT_STEP.match(line):
+            step = int(m[1])
+            planned = int(m[2]) if m[2] else planned
+            values = _pairs(m[3])
+            row: dict[str, Any] = {"step": step}
+            row.update({_ONMT_FIELDS[k]: v for k, v in values.items() if k in _ONMT_FIELDS})
+            rows.append(row)
+        elif m := _ONMT_VAL.match(line):
+            value = float(m[2])
+            if m[1] == "perplexity":
+                rows.append({"step": step, "eval/perplexity": value})
+                if value > 0:
+                    rows.append({"step": step, "eval/loss": math.log(value)})
+            else:
+                rows.append({"step": step, f"eval/{m[1]}": value})
+        elif m := _ONMT_PATIENCE.match(line):
+            patience = int(m[1])
+        elif "Early Stop!" in line:
+            early = True
+    if not any("train/loss" in r for r in rows):
+        return None
+    run = plain_run(path, rows_table(rows), FORMAT, [], aliases)
+    run.warnings.append(
+        "OpenNMT-py log: the train loss is its cross-entropy (xent), the eval loss the log of "
+        "its validation perplexity"
+    )
+    if planned:
+        run.meta.max_steps = planned
+    if early:
+        # stopped by its own early stopping: a finished run, not one that died
+        run.meta.early_stopped = True
+        run.meta.finished = True
+        run.meta.early_stopping_patience = patience
+    return [run]
+
+
 def read_all(path: Path, *, aliases: dict[str, str] | None = None) -> list[Run]:
-    """The run in a nanoGPT, build-nanogpt, llm.c or per-epoch text log."""
+    """The runs in a nanoGPT, build-nanogpt, llm.c, per-epoch, Hugging Face Trainer console
+    or OpenNMT-py text log."""
     text = read_text(path, "text training log")
+    entries = _hf_entries(text)
+    if any("loss" in e or "eval_loss" in e for _, e in entries):
+        return _hf_runs(path, text, entries, aliases)
+    lines = text.split("\n")
+    if (onmt := _onmt_runs(path, lines, aliases)) is not None:
+        return onmt
     rows: list[dict[str, Any]] = []
     planned: int | None = None
     planned_epochs: int | None = None
     keras_epoch: int | None = None
     last_step = 0
-    for raw in text.split("\n"):
+    for raw in lines:
         line = raw.strip()
         if m := _KERAS_EPOCH.match(line):
             keras_epoch, planned_epochs = int(m[1]), int(m[2])
