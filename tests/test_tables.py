@@ -1177,6 +1177,14 @@ def test_per_epoch_print_logs_are_read(tmp_path: Path) -> None:
     want = [round(0.9 / i, 4) for i in range(1, 5)]
     assert kr.metrics["train/loss"].values.tolist() == pytest.approx(want)
     assert kr.metrics["eval/loss"].steps.tolist() == [1, 2, 3, 4]
+    # "Epoch: N <TAB> Training Loss: X <TAB> Validation Loss: Y" (a real one: holdout24
+    # wbs24e_gender_cnn_resnet18_lr_cut_to_1e-8_frozen_80ep, a W&B folder whose summary
+    # holds one point per metric and whose console output holds 100 epochs)
+    (gender,) = load_runs(REAL / "wbs24e_gender_cnn_resnet18_lr_cut_to_1e-8_frozen_80ep")
+    assert gender.format == "text-log+wandb-summary"
+    assert len(gender.metrics["train/loss"]) == 100
+    assert gender.metrics["train/loss"].values[0] == pytest.approx(0.0000011422)
+    assert gender.metrics["eval/loss"].values[0] == pytest.approx(0.0000030775)
     # epoch lines without a loss are not a training log
     plain = tmp_path / "epochs.txt"
     plain.write_text("".join(f"epoch {i} took 3 s\n" for i in range(5)), "utf-8")

@@ -16,7 +16,8 @@ settings, sample generations, a scheduler's messages) is skipped:
   and ``val loss 10.98`` lines (a val loss belongs to the last step printed before it, 0 at
   the start); the total after the slash is the planned number of steps.
 - A loop's one line per epoch: ``epoch 3  train_loss 0.1352  val_loss 0.1954  F1 0.601``,
-  ``Epoch [3/10], Loss: 0.5123, Val Loss: 0.61``, ``Epoch 3/10: loss=0.52, val_loss=0.61``
+  ``Epoch [3/10], Loss: 0.5123, Val Loss: 0.61``, ``Epoch 3/10: loss=0.52, val_loss=0.61``,
+  ``Epoch: 3  Training Loss: 0.52  Validation Loss: 0.61``
   (names and values as ``name value``, ``name: value`` or ``name=value``; at least one name
   holds "loss"). Keras's ``fit`` output, an ``Epoch 3/10`` line followed by a progress line
   ``... - loss: 0.5123 - accuracy: 0.81 - val_loss: 0.4567``, is read the same way. Each row is
@@ -68,7 +69,7 @@ _LLMC_STEP = re.compile(
 )
 _LLMC_VAL = re.compile(rf"^val loss {_NUM}\s*$", re.IGNORECASE)
 _EPOCH_LINE = re.compile(
-    r"^epoch\s*[\[(]?\s*(\d+)\s*(?:/\s*(\d+))?\s*[\])]?\s*[:,|-]?\s+(.*\S)\s*$", re.IGNORECASE
+    r"^epoch\s*[:\[(]?\s*(\d+)\s*(?:/\s*(\d+))?\s*[\])]?\s*[:,|-]?\s+(.*\S)\s*$", re.IGNORECASE
 )
 _KERAS_EPOCH = re.compile(r"^epoch (\d+)/(\d+)\s*$", re.IGNORECASE)
 _KERAS_PROGRESS = re.compile(rf"\] - .*\bloss: {_NUM}")
