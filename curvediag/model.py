@@ -158,6 +158,9 @@ class RunMeta(BaseModel):
     #: process was killed, or the file was copied while the run was still going), None for a
     #: format that records no exit
     exit_recorded: bool | None = None
+    #: the exception an uncaught error ended the process with (its class name only, such as
+    #: ``torch.OutOfMemoryError``), when the console output ends with its traceback
+    error: str | None = None
     #: the Trainer's EarlyStoppingCallback stopped training (its patience ran out), with the
     #: patience it had; from ``stateful_callbacks`` in trainer_state.json
     early_stopped: bool | None = None

@@ -1296,3 +1296,75 @@ def test_a_tab_separated_loss_table_saved_as_a_log_is_read(tmp_path: Path) -> No
     text.write_text("step loss printed below\nsomething else\n", "utf-8")
     with pytest.raises(UnrecognizedFormatError):
         load_runs(text)
+
+
+def test_python_logging_prefixes_and_record_lines_are_read(tmp_path: Path) -> None:
+    # "2025-06-04 17:39:02,341 - INFO - Epoch 1/35, Train Loss: 1.6279, Test Acc: 59.86%" (a
+    # real one: holdout25 csv25f_cifar10_mish_cnn_cosine_35ep, taken for a W&B chart export at
+    # its blind measurement): the logger's prefix is set aside, a percent sign ends a value
+    (run,) = load_runs(REAL / "csv25f_cifar10_mish_cnn_cosine_35ep" / "training.log")
+    assert run.format == "text-log" and run.meta.num_train_epochs == 35
+    assert run.metrics["train/loss"].values[:2].tolist() == pytest.approx([1.6279, 1.2434])
+    assert len(run.metrics["train/loss"]) == 35
+    # "Train Loss: X Validate Loss Y" on every line, no counter (a real one: holdout25
+    # wbs25e_fem_gnn_val_loss_explodes_train_flat_crash, a W&B folder read from its summary's
+    # single point at its blind measurement): each line is one logging step
+    (gnn,) = load_runs(REAL / "wbs25e_fem_gnn_val_loss_explodes_train_flat_crash")
+    assert gnn.format == "text-log+wandb-summary"
+    assert gnn.metrics["train/loss"].steps[:2].tolist() == [1, 2]
+    assert gnn.metrics["eval/loss"].values[0] == pytest.approx(277412.7477428254)
+    # W&B's row counter in the summary is not a step of the printed curves
+    assert gnn.meta.global_step is None and gnn.last_step == 41
+    # other prefixes: "[2024-05-08 04:06:17,722 INFO] " and "INFO:root:"
+    log = tmp_path / "train.txt"
+    log.write_text(
+        "".join(
+            f"INFO:root:epoch {i} train_loss {1.0 / i:.3f} val_loss {1.2 / i:.3f}\n"
+            for i in range(1, 5)
+        ),
+        "utf-8",
+    )
+    (root,) = load_runs(log)
+    assert root.metrics["eval/loss"].values.tolist() == pytest.approx([1.2, 0.6, 0.4, 0.3])
+    # three lines of prose with a number in them are not records
+    prose = tmp_path / "notes.log"
+    prose.write_text("the loss was 3 today\nthe loss is 2 now\nloss went to 1 later\n", "utf-8")
+    with pytest.raises(UnrecognizedFormatError):
+        load_runs(prose)
+
+
+def test_a_console_log_that_ends_in_a_traceback_records_the_error(tmp_path: Path) -> None:
+    # a real one: holdout25 wbs25e_qwen3_4b_medquad_lora_oom_at_first_eval_step100_of_1232,
+    # the Trainer's prints stop at step 100 of 1,232 on CUDA out of memory; the bar reached
+    # step 100 at epoch 0.12 (no summary), which numbers the prints
+    (run,) = load_runs(REAL / "wbs25e_qwen3_4b_medquad_lora_oom_at_first_eval_step100_of_1232")
+    assert run.meta.error == "torch.OutOfMemoryError" and run.meta.finished is False
+    assert run.meta.max_steps == 1232
+    assert run.metrics["train/loss"].steps[-1] == 100
+    assert any("CUDA out of memory" in w for w in run.warnings)
+    # a finished run's console with a traceback before its summary is finished
+    log = tmp_path / "stdout.txt"
+    log.write_text(
+        "Traceback (most recent call last):\nValueError: a retried download\n"
+        + "".join(f"{{'loss': {1.0 / i:.3f}, 'epoch': {i * 0.25}}}\n" for i in range(1, 5))
+        + "{'train_runtime': 10.0, 'train_loss': 0.5, 'epoch': 1.0}\n",
+        "utf-8",
+    )
+    (done,) = load_runs(log)
+    assert done.meta.error is None and done.meta.finished is True
+
+
+def test_a_semicolon_separated_keras_log_and_valid_prefixed_columns(tmp_path: Path) -> None:
+    # Keras' CSVLogger(separator=";") (a real one: holdout25
+    # csv_deepfake_xception_semicolon_overfit, read as one column at its blind measurement)
+    (run,) = load_runs(REAL / "csv_deepfake_xception_semicolon_overfit" / "train_log.csv")
+    assert run.metrics["eval/loss"].values[:2].tolist() == pytest.approx(
+        [0.264871472963543, 0.07648626754585172]
+    )
+    # valid_acc / valid_loss are the validation's
+    path = tmp_path / "log.csv"
+    path.write_text(
+        "epoch,train_loss,valid_loss,valid_acc\n1,0.9,0.8,0.7\n2,0.5,0.6,0.8\n", "utf-8"
+    )
+    (v,) = load_runs(path)
+    assert {"eval/loss", "eval/acc"} <= set(v.metrics)

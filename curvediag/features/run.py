@@ -268,6 +268,8 @@ def _epochs_by_row(run: Run) -> float | None:
         "run.train_logs": "number of train-loss logs",
         "run.ended_early": "the log stops well before the planned steps and has no final summary",
         "run.exit_code": "the training process's exit code, when the log records it (W&B)",
+        "run.error": "the exception (class name) an uncaught error ended the process with, "
+        "when the console output ends with its traceback",
         "run.exit_recorded": "whether a W&B binary log holds its exit record (unavailable for "
         "formats that record no exit)",
         "run.early_stopped": "EarlyStoppingCallback stopped the run (its patience ran out)",
@@ -357,6 +359,7 @@ def _run(ctx: FeatureContext) -> dict[str, Value]:
         "run.finished": meta.finished,
         "run.exit_code": meta.exit_code,
         "run.exit_recorded": meta.exit_recorded,
+        "run.error": meta.error,
         "run.early_stopped": meta.early_stopped,
         "run.early_stopping_patience": meta.early_stopping_patience,
         "run.best_step": meta.best_global_step,

@@ -177,7 +177,11 @@ def _load_log_files(folder: Path, aliases: Aliases) -> list[Run]:
                 if len(console) == 1:
                     # its final values sit at W&B's own row counter, not the printed steps:
                     # only its settings and summary are kept
-                    summary = found[0].model_copy(update={"metrics": {}, "warnings": []})
+                    # (its _step, W&B's row counter, is not a step of the printed curves)
+                    meta = found[0].meta.model_copy(update={"global_step": None})
+                    summary = found[0].model_copy(
+                        update={"metrics": {}, "warnings": [], "meta": meta}
+                    )
                     merged = merge_runs(_call(console[0], "text-log", aliases)[0], [summary])
                     merged.warnings.append(
                         f"curves read from the console output {console[0].name}; "

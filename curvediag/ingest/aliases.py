@@ -123,6 +123,7 @@ _PREFIXES = (
     ("eval_", "eval/"),
     ("val_", "eval/"),
     ("validation_", "eval/"),
+    ("valid_", "eval/"),
     ("train_", "train/"),
 )
 _NAMESPACES = {"train", "eval", "system"}

@@ -562,6 +562,9 @@ def read_plain_csv(path: Path, *, aliases: dict[str, str] | None = None) -> list
     """Read a CSV/TSV log with a step column."""
     sep = "\t" if path.suffix.lower() == ".tsv" else (_table_log_sep(path) or ",")
     text = read_text(path, "CSV log")
+    header = text.lstrip("\ufeff").split("\n", 1)[0]
+    if sep == "," and ";" in header and "," not in header:
+        sep = ";"  # Keras' CSVLogger(separator=";")
     warnings: list[str] = []
     if _headerless_loss_pairs(path, text, sep):
         # "0,0.4069" rows with no header in loss.csv / losses.csv: a row counter and the loss
@@ -733,9 +736,15 @@ def _name_series_from_file(
     if len(named) != 1 or not named[0].strip().isdigit():
         return
     canon = canonical_name(path.stem, extra=aliases)
+    header = path.stem
     if canon not in ("train/loss", "eval/loss"):
-        return
-    table.columns = {(path.stem if c == named[0] else c): col for c, col in table.columns.items()}
+        # a name run together, cifarlosses2.csv / val_losses_run3.csv: "loss" inside it
+        stem = path.stem.lower()
+        if "loss" not in stem:
+            return
+        held_out = any(w in stem for w in ("val", "eval", "test"))
+        canon, header = ("eval/loss", "val_loss") if held_out else ("train/loss", "loss")
+    table.columns = {(header if c == named[0] else c): col for c, col in table.columns.items()}
     warnings.append(
         f"the only column is headed {named[0]!r} (a pandas Series): it is {canon}, "
         f"from the file name {path.name!r}"

@@ -38,7 +38,13 @@ settings, sample generations, a scheduler's messages) is skipped:
   loss is the log of the perplexity). Its ``Early Stop!`` line marks a run its early stopping
   ended (``Decreasing patience: 0/2``: a patience of 2).
 
-Only the shapes above are read: a free-form print log is not guessed at.
+- A loop's lines with nothing but names and values, one of them a loss and no counter
+  (``Train Loss: 253686.6 Validate Loss 277412.7``, ``train loss = 0.339``): each such line is
+  one logging step, numbered 1, 2, ...
+
+A logger's prefix before a line (``[2024-05-08 04:06:17,722 INFO]``, Python logging's
+``2025-06-04 17:36:55,374 - INFO -``) is set aside first. Only the shapes above are read: a
+free-form print log is not guessed at.
 """
 
 from __future__ import annotations
@@ -74,17 +80,31 @@ _EPOCH_LINE = re.compile(
 _KERAS_EPOCH = re.compile(r"^epoch (\d+)/(\d+)\s*$", re.IGNORECASE)
 _KERAS_PROGRESS = re.compile(rf"\] - .*\bloss: {_NUM}")
 _WORD = r"[A-Za-z_][\w./-]*"
-_END = r"(?=[\s,|;)]|$)"
+_END = r"(?=%?(?:[\s,|;)]|$))"
 #: ``name: value`` / ``name = value`` (a name of one or more words), or ``name value``.
-_PAIR = re.compile(rf"({_WORD}(?: {_WORD})*)\s*[:=]\s*{_NUM}{_END}|({_WORD})\s+{_NUM}{_END}")
+_PAIR = re.compile(
+    rf"({_WORD}(?: {_WORD})*)\s*[:=]\s*{_NUM}{_END}|({_WORD}(?: {_WORD})*)\s+{_NUM}{_END}"
+)
 #: Hugging Face Trainer's console print of a log entry (``ProgressCallback`` writes
 #: ``str(logs)``), anywhere on a line (a progress bar may precede it).
 _HF_LOG = re.compile(r"\{'(?:loss|eval_[\w/.-]+|train_runtime)': [^{}]*\}")
 _HF_PAIR = re.compile(rf"'([A-Za-z_][\w/.-]*)': '?{_NUM}'?(?=[,}}])")
+#: A Python traceback and the line naming the exception that ended it.
+_TRACEBACK = re.compile(r"Traceback \(most recent call last\):")
+_EXCEPTION = re.compile(
+    r"^([A-Za-z_][\w.]{0,80}(?:Error|Exception|Interrupt|Exit))(?::[ \t]*(.*))?$", re.MULTILINE
+)
 #: A tqdm bar drawn at its start, ``  0%|          | 0/2260 [00:00<?, ?it/s]``: its total.
 _BAR_START = re.compile(r"\| 0/(\d+) \[00:00<\?, \?it/s\]")
-#: OpenNMT-py's logger prefix ``[2024-05-08 04:06:17,722 INFO] `` and its lines.
-_ONMT_PREFIX = re.compile(r"^\[[^\]]*\]\s*")
+#: A logger's prefix before the printed text: ``[2024-05-08 04:06:17,722 INFO] `` (OpenNMT-py
+#: and many others), Python logging's ``2025-06-04 17:36:55,374 - [name - ]INFO - `` and
+#: ``INFO:root:``, or a bare timestamp.
+_LOG_PREFIX = re.compile(
+    r"^(?:\[[^\]]{0,80}\]\s*"
+    r"|\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?"
+    r"(?:(?:\s+-\s+[\w.<>]+)*?\s+-\s+(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+-\s+|\s*-?\s*)"
+    r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.]*:)"
+)
 _ONMT_STEP = re.compile(r"^Step (\d+)(?:\s*/\s*(\d+))?;\s*(.*)$")
 _ONMT_VAL = re.compile(rf"^Validation (perplexity|accuracy|xent): {_NUM}\s*$")
 _ONMT_PATIENCE = re.compile(r"^Decreasing patience: \d+/(\d+)\s*$")
@@ -111,15 +131,17 @@ def sniff(path: Path) -> bool:
     if b"\0" in head:
         return False
     lines = head.decode("utf-8", errors="replace").splitlines()
+    if len(_records(lines)) >= _MIN_MATCHES:
+        return True
     hits = sum(
         1
         for raw in lines
-        if any(p.match(line := raw.strip()) for p in _PATTERNS)
+        if any(p.match(line := _LOG_PREFIX.sub("", raw.strip(), count=1)) for p in _PATTERNS)
         or _epoch_pairs(line)
         or _KERAS_EPOCH.match(line)
         or _KERAS_PROGRESS.search(line)
         or _HF_LOG.search(line)
-        or _ONMT_STEP.match(_ONMT_PREFIX.sub("", line, count=1))
+        or _ONMT_STEP.match(line)
     )
     return hits >= _MIN_MATCHES
 
@@ -143,6 +165,23 @@ def _epoch_pairs(line: str) -> tuple[int, int | None, dict[str, float]] | None:
     if not _has_loss(values):
         return None
     return int(m[1]), int(m[2]) if m[2] else None, values
+
+
+def _record(line: str) -> dict[str, float]:
+    """A line that is nothing but ``name value`` pairs, one name holding "loss" (``Train Loss:
+    253686.6 Validate Loss 277412.7``, ``train loss = 0.339``), or {}."""
+    values: dict[str, float] = {}
+    rest = _PAIR.sub(" ", line)
+    if rest.strip(" \t,;|:-") or not _has_loss(values := _pairs(line)):
+        return {}
+    return values
+
+
+def _records(lines: list[str]) -> list[dict[str, float]]:
+    """The record lines of a log with no counter (each line one logging step), when there are
+    at least three of them."""
+    found = [r for raw in lines if (r := _record(_LOG_PREFIX.sub("", raw.strip(), count=1)))]
+    return found if len(found) >= _MIN_MATCHES else []
 
 
 def _has_loss(values: dict[str, float]) -> bool:
@@ -199,8 +238,11 @@ def _hf_runs(
     after = 0  # where the previous run's prints ended
     for i, group in enumerate(learned):
         total = _bar_total(text, after, group[0][0])
-        after = group[-1][0] + 1
-        history, planned, note = _number_steps([e for _, e in group], total)
+        end = learned[i + 1][0][0] if i + 1 < len(learned) else len(text)
+        reached = _bar_reached(text, total, after, end) if total else 0
+        tail_start = group[-1][0] + 1
+        after = tail_start
+        history, planned, note = _number_steps([e for _, e in group], total, reached)
         name = path.stem if len(learned) == 1 else f"{path.stem} (run {i + 1} of {len(learned)})"
         notes = [note]
         if len(learned) > 1:
@@ -213,8 +255,38 @@ def _hf_runs(
         )
         if planned:
             run.meta.max_steps = planned
+        if not _is_summary(group[-1][1]):
+            crash_note(run, text, group[0][0] if i else 0, tail_start, end)
         runs.append(run)
     return runs
+
+
+def crash_note(run: Run, text: str, start: int, tail: int, end: int) -> None:
+    """When a run's console output (``text[start:end]``) holds a traceback and, after the run's
+    last log line (``tail``), the exception that ended it, the run ended on that uncaught
+    exception: its class name goes to ``meta.error``, its message to the warnings, and the run
+    is not finished. (stderr and stdout interleave: the traceback may start before the last
+    lines printed.)"""
+    if _TRACEBACK.search(text, start, end) is None:
+        return
+    exc = None
+    for exc in _EXCEPTION.finditer(text, tail, end):  # noqa: B007 - the last one is kept
+        pass
+    if exc is None:
+        return
+    run.meta.error = exc[1]
+    run.meta.finished = False
+    message = (exc[2] or "").strip()
+    run.warnings.append(
+        f"the console output ends with an uncaught {exc[1]}"
+        + (f": {message[:200]}" if message else "")
+    )
+
+
+def _bar_reached(text: str, total: int, start: int, end: int) -> int:
+    """The furthest position the progress bar of ``total`` steps reached in ``text[start:end]``."""
+    found = re.findall(rf"\| (\d+)/{total} \[", text[start:end])
+    return max((int(n) for n in found if int(n) <= total), default=0)
 
 
 def _bar_total(text: str, start: int, end: int) -> int | None:
@@ -225,17 +297,22 @@ def _bar_total(text: str, start: int, end: int) -> int | None:
 
 
 def _number_steps(
-    group: list[dict[str, float]], total: int | None
+    group: list[dict[str, float]], total: int | None, reached: int = 0
 ) -> tuple[list[dict[str, Any]], int | None, str]:
     """Give each printed entry a step: from its epoch, in real steps when the training bar's
-    total and the closing summary's epoch are printed (steps per epoch = total / epochs), else
-    in hundredths of an epoch; the count of train-loss prints when the printed epochs do not
-    tell (rounded to the same value). Also the planned steps, when known."""
+    total and the closing summary's epoch are printed (steps per epoch = total / epochs) or,
+    for a run that stopped without a summary, the step its bar reached and the last printed
+    epoch; else in hundredths of an epoch; the count of train-loss prints when the printed
+    epochs do not tell (rounded to the same value). Also the planned steps, when known."""
     summary = next((e for e in group if _is_summary(e)), None)
     epochs = summary.get("epoch") if summary else None
     per_epoch: float | None = None
     if total and epochs and epochs > 0:
         per_epoch = total / epochs
+    elif total and reached and summary is None:
+        last = max((e["epoch"] for e in group if "epoch" in e), default=0.0)
+        if last > 0:
+            per_epoch, epochs = reached / last, last
     scale = per_epoch or 100.0
     # two prints of one kind at different epochs must not share a step (the same epoch
     # printed twice, a final trainer.evaluate() after the last epoch's, may)
@@ -258,6 +335,12 @@ def _number_steps(
         history.append({**entry, "step": step})
     if not distinct:
         note = "the Trainer's console prints hold no step: steps count the train-loss prints"
+    elif per_epoch and summary is None:
+        note = (
+            "the Trainer's console prints hold no step: steps are the epoch x "
+            f"{per_epoch:.6g} (its progress bar reached step {reached} of {total} at epoch "
+            f"{epochs:g}, the last printed)"
+        )
     elif per_epoch:
         note = (
             "the Trainer's console prints hold no step: steps are the epoch x "
@@ -279,7 +362,7 @@ def _onmt_runs(path: Path, lines: list[str], aliases: dict[str, str] | None) -> 
     early = False
     patience: int | None = None
     for raw in lines:
-        line = _ONMT_PREFIX.sub("", raw.strip(), count=1)
+        line = _LOG_PREFIX.sub("", raw.strip(), count=1)
         if m := _ONMT_STEP.match(line):
             step = int(m[1])
             planned = int(m[2]) if m[2] else planned
@@ -332,7 +415,7 @@ def read_all(path: Path, *, aliases: dict[str, str] | None = None) -> list[Run]:
     keras_epoch: int | None = None
     last_step = 0
     for raw in lines:
-        line = raw.strip()
+        line = _LOG_PREFIX.sub("", raw.strip(), count=1)
         if m := _KERAS_EPOCH.match(line):
             keras_epoch, planned_epochs = int(m[1]), int(m[2])
         elif keras_epoch is not None and (values := _keras_pairs(line)):
@@ -367,10 +450,13 @@ def read_all(path: Path, *, aliases: dict[str, str] | None = None) -> list[Run]:
         elif m := _LLMC_VAL.match(line):
             rows.append({"step": last_step, "eval/loss": float(m[1])})
     if not rows:
+        rows = [{"step": i, **values} for i, values in enumerate(_records(lines), start=1)]
+    if not rows:
         raise MalformedRunError(
             path,
             "no training-log lines (nanoGPT 'iter N: loss X', build-nanogpt 'N train X', "
-            "llm.c 'step N/M | loss X', 'epoch N train_loss X val_loss Y')",
+            "llm.c 'step N/M | loss X', 'epoch N train_loss X val_loss Y', "
+            "'Train Loss: X Val Loss: Y' on every line)",
         )
     if any("epoch" in r for r in rows) and any("step" in r for r in rows):
         raise MalformedRunError(path, "mixes per-epoch lines with per-step lines")

@@ -101,6 +101,7 @@ _SAMPLED_ROWS = range(450, 551)
 _JSONL_SUFFIXES = {".jsonl", ".ndjson"}
 _JSON_SUFFIXES = {*_JSONL_SUFFIXES, ".json"}
 _PARQUET_SUFFIXES = {".parquet", ".pq"}
+_CONSOLE_SUFFIXES = {".log", ".txt", ".out"}
 
 
 # --------------------------------------------------------------------------------------------
@@ -181,8 +182,11 @@ def _is_chart_export(cells: list[str]) -> bool:
 
 
 def sniff_chart(path: Path) -> bool:
-    """A CSV whose header is ``<x-axis>,<run> - <metric>,...`` (or a W&B runs table)."""
-    if not path.is_file() or path.suffix.lower() in _JSON_SUFFIXES | _PARQUET_SUFFIXES:
+    """A CSV whose header is ``<x-axis>,<run> - <metric>,...`` (or a W&B runs table); never a
+    console capture (``.log``, ``.txt``, ``.out``), whose ``2025-06-04 17:36:55,374 - INFO -``
+    lines split at their comma look like that header."""
+    suffix = path.suffix.lower()
+    if not path.is_file() or suffix in _JSON_SUFFIXES | _PARQUET_SUFFIXES | _CONSOLE_SUFFIXES:
         return False
     cells = header_cells(path)
     return _is_runs_table(cells) or _is_chart_export(cells)
