@@ -376,19 +376,23 @@ def _sum_detection_parts(run: Run, ns: str) -> None:
 
 
 #: A learning rate under the names Lightning's LearningRateMonitor (``lr-AdamW``,
-#: ``lr-SGD/pg1``), Ultralytics (``lr/pg0``), Keras' TensorBoard callback
+#: ``lr-SGD/pg1``), Ultralytics (``lr/pg0``), YOLOv5 (``x/lr0``), Keras' TensorBoard callback
 #: (``epoch_learning_rate``) and hand-written loops (``LearnRate``, ``Learning Rate``) write.
 _LR_NAME = re.compile(
-    r"(?:epoch_)?(?:lr|learn(?:ing)?[ _-]?rate)(?:-[a-z][a-z0-9]*)?(?P<group>(?:/|_)pg\d+)?"
+    r"(?:epoch_|x/)?(?:lr|learn(?:ing)?[ _-]?rate)(?:-[a-z][a-z0-9]*)?"
+    r"(?P<group>(?:/|_)pg\d+|(?<=lr)\d)?"
 )
 
 
 def infer_lr_series(run: Run) -> None:
     """Find the learning rate under a free-form name when ``train/learning_rate`` is absent.
 
-    With one LR per parameter group (``lr/pg0``, ``lr/pg1``, ...) the first group's is taken:
-    the groups share the schedule's shape, which is what the rules read. Two differently named
-    rates (a backbone's and a head's) stay ambiguous and nothing is taken.
+    With one LR per parameter group (``lr/pg0``, ``lr/pg1``, ...) the groups mostly share the
+    schedule's shape, which is what the rules read: the group that agrees with the most others
+    is taken, the first on a tie. (Ultralytics' bias group pg0 warms up from 0.1 down to the
+    learning rate while pg1 and pg2, the weights, rise from 0 to it: the weights' is the run's
+    learning rate.) Two differently named rates (a backbone's and a head's) stay ambiguous and
+    nothing is taken.
     """
     if "train/learning_rate" in run.metrics:
         return
@@ -401,7 +405,18 @@ def infer_lr_series(run: Run) -> None:
             groups.setdefault(base, []).append((number, k))
     if len(groups) != 1:
         return
-    chosen = min(next(iter(groups.values())))[1]
+    members = sorted(next(iter(groups.values())))
+    values = [run.metrics[k].values for _, k in members]
+
+    def agreeing(i: int) -> int:
+        return sum(
+            j != i
+            and v.shape == values[i].shape
+            and bool(np.allclose(v, values[i], equal_nan=True))
+            for j, v in enumerate(values)
+        )
+
+    chosen = members[max(range(len(members)), key=lambda i: (agreeing(i), -i))][1]
     run.metrics["train/learning_rate"] = run.metrics[chosen].model_copy(
         update={"name": "train/learning_rate"}
     )

@@ -1368,3 +1368,32 @@ def test_a_semicolon_separated_keras_log_and_valid_prefixed_columns(tmp_path: Pa
     )
     (v,) = load_runs(path)
     assert {"eval/loss", "eval/acc"} <= set(v.metrics)
+
+
+def test_train_and_test_epoch_lines_behind_a_logging_prefix_are_read() -> None:
+    # "2022-10-17 20:16:36,492 - train.py[line:123] - INFO: Train Epoch 1 --- train loss : X"
+    # beside "... Test Epoch 1 --- test loss : Y" (a real one: holdout26
+    # csv26f_numpy_mlp_mnist_50ep_converging, "not a recognised training log" at its blind
+    # measurement)
+    (run,) = load_runs(REAL / "csv26f_numpy_mlp_mnist_50ep_converging" / "train.log")
+    assert len(run.metrics["train/loss"]) == 50
+    assert run.metrics["train/loss"].values[0] == pytest.approx(0.6283828736781677)
+    assert run.metrics["eval/loss"].values[0] == pytest.approx(0.3568989852164526)
+
+
+def test_any_text_log_that_ends_in_a_traceback_is_a_crashed_run() -> None:
+    # per-batch prints, then KeyboardInterrupt's traceback (a real one: holdout26
+    # wbs26e_x3d_video_binary_ended_8of15_train_loss_div500, a W&B folder's console output)
+    (run,) = load_runs(REAL / "wbs26e_x3d_video_binary_ended_8of15_train_loss_div500")
+    assert run.meta.error == "KeyboardInterrupt" and run.meta.finished is False
+
+
+def test_the_learning_rate_of_the_parameter_groups_that_agree_is_taken() -> None:
+    # Ultralytics' bias group pg0 warms up from 0.1 down while pg1 and pg2 rise to lr0 (a real
+    # one: holdout26 csv26d_microalgae_yolov8n_seg_patience_stop, read as an LR that "reached
+    # zero early" at its blind measurement); YOLOv5 names them x/lr0..2
+    (ultra,) = load_runs(REAL / "csv26d_microalgae_yolov8n_seg_patience_stop")
+    assert "train/learning_rate is taken from 'train/lr/pg1'" in ultra.warnings
+    (v5,) = load_runs(REAL / "csv26d_cells_yolov5s_warmup_whole_run")
+    assert "train/learning_rate is taken from 'train/x/lr1'" in v5.warnings
+    assert v5.metrics["train/learning_rate"].values.max() == pytest.approx(0.0025755)

@@ -228,8 +228,8 @@ def _eval_trend(v: np.ndarray) -> dict[str, Value]:
         "eval.descent_into_min_z": "how much the eval loss was still falling just before its "
         "minimum: the median of the first half of the (up to 8) evaluations before it above "
         "the median of the second half (log scale), in units of the eval-to-eval scatter; "
-        "about 0 when the minimum sits in a flat band. None with fewer than 4 evaluations on "
-        "either side of the minimum",
+        "about 0 when the minimum sits in a flat band. None with fewer than 4 evaluations before "
+        "the minimum or 2 after it",
         "eval.rise_over_band_z": "where the eval loss got to after its minimum (the median of "
         "the later half of the evaluations after it) above the level it held just before it "
         "(the median of up to 8 evaluations before it), log scale, in units of the "
@@ -317,10 +317,12 @@ def _trend_scatter(v: np.ndarray) -> float | None:
 #: make the scatter a guess, and the rise is judged by the other conditions alone.
 RISE_Z_MIN_EVALS = 6
 
-#: Evaluations needed on each side of the minimum to read the band around it, and the most
-#: evaluations before it that make that band (the level just before the best, not the descent
-#: from the start).
+#: Evaluations needed before the minimum to read the band it sits in, and after it to read
+#: where the loss went (two: the overfitting warning's shortest rise), and the most evaluations
+#: before it that make that band (the level just before the best, not the descent from the
+#: start).
 BAND_MIN_EVALS = 4
+BAND_MIN_AFTER = 2
 BAND_MAX_EVALS = 8
 
 
@@ -340,7 +342,7 @@ def _log_shape(v: np.ndarray, i_min: int) -> dict[str, Value]:
     sigma = _scatter(t)
     out["eval.rise_z"] = _rise_z(t, i_min, sigma)
     after = t[i_min + 1 :]
-    if i_min >= BAND_MIN_EVALS and after.size >= BAND_MIN_EVALS:
+    if i_min >= BAND_MIN_EVALS and after.size >= BAND_MIN_AFTER:
         before = t[max(0, i_min - BAND_MAX_EVALS) : i_min]
         half = before.size // 2
         out["eval.descent_into_min_z"] = float(

@@ -236,9 +236,15 @@ def pick_score_metric(run: Run) -> str | None:
     """The run's main evaluation score (see the module docstring), or None."""
     candidates = score_candidates(run)
     for family in _SCORE_ORDER:
-        for name in candidates:
-            if any(t in family or t.startswith(family) for t in _tokens(name)[1:]):
-                return name
+        matches = [
+            name
+            for name in candidates
+            if any(t in family or t.startswith(family) for t in _tokens(name)[1:])
+        ]
+        if matches:
+            # several heads' scores (audio_only_pred_accuracy, fused_pred_accuracy): the one
+            # with the plainest name is the model's headline number
+            return min(matches, key=lambda n: len(_tokens(n)))
     return candidates[0] if candidates else None
 
 

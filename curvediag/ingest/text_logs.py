@@ -17,7 +17,8 @@ settings, sample generations, a scheduler's messages) is skipped:
   the start); the total after the slash is the planned number of steps.
 - A loop's one line per epoch: ``epoch 3  train_loss 0.1352  val_loss 0.1954  F1 0.601``,
   ``Epoch [3/10], Loss: 0.5123, Val Loss: 0.61``, ``Epoch 3/10: loss=0.52, val_loss=0.61``,
-  ``Epoch: 3  Training Loss: 0.52  Validation Loss: 0.61``
+  ``Epoch: 3  Training Loss: 0.52  Validation Loss: 0.61``, ``Train Epoch 3 --- train loss :
+  0.52`` beside ``Test Epoch 3 --- test loss : 0.61``
   (names and values as ``name value``, ``name: value`` or ``name=value``; at least one name
   holds "loss"). Keras's ``fit`` output, an ``Epoch 3/10`` line followed by a progress line
   ``... - loss: 0.5123 - accuracy: 0.81 - val_loss: 0.4567``, is read the same way. Each row is
@@ -75,7 +76,9 @@ _LLMC_STEP = re.compile(
 )
 _LLMC_VAL = re.compile(rf"^val loss {_NUM}\s*$", re.IGNORECASE)
 _EPOCH_LINE = re.compile(
-    r"^epoch\s*[:\[(]?\s*(\d+)\s*(?:/\s*(\d+))?\s*[\])]?\s*[:,|-]?\s+(.*\S)\s*$", re.IGNORECASE
+    r"^(?:(?:train|training|val|valid|validation|test|eval)\s+)?"
+    r"epoch\s*[:\[(]?\s*(\d+)\s*(?:/\s*(\d+))?\s*[\])]?\s*[:,|-]*\s+(.*\S)\s*$",
+    re.IGNORECASE,
 )
 _KERAS_EPOCH = re.compile(r"^epoch (\d+)/(\d+)\s*$", re.IGNORECASE)
 _KERAS_PROGRESS = re.compile(rf"\] - .*\bloss: {_NUM}")
@@ -102,7 +105,7 @@ _BAR_START = re.compile(r"\| 0/(\d+) \[00:00<\?, \?it/s\]")
 _LOG_PREFIX = re.compile(
     r"^(?:\[[^\]]{0,80}\]\s*"
     r"|\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?"
-    r"(?:(?:\s+-\s+[\w.<>]+)*?\s+-\s+(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+-\s+|\s*-?\s*)"
+    r"(?:(?:\s+-\s+\S+)*?\s+-\s+(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\s*[-:]\s*|\s*-?\s*)"
     r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.]*:)"
 )
 _ONMT_STEP = re.compile(r"^Step (\d+)(?:\s*/\s*(\d+))?;\s*(.*)$")
@@ -414,7 +417,9 @@ def read_all(path: Path, *, aliases: dict[str, str] | None = None) -> list[Run]:
     planned_epochs: int | None = None
     keras_epoch: int | None = None
     last_step = 0
-    for raw in lines:
+    last_line = -1  # the last line that gave a row
+    for index, raw in enumerate(lines):
+        found = len(rows)
         line = _LOG_PREFIX.sub("", raw.strip(), count=1)
         if m := _KERAS_EPOCH.match(line):
             keras_epoch, planned_epochs = int(m[1]), int(m[2])
@@ -449,8 +454,17 @@ def read_all(path: Path, *, aliases: dict[str, str] | None = None) -> list[Run]:
             rows.append(row)
         elif m := _LLMC_VAL.match(line):
             rows.append({"step": last_step, "eval/loss": float(m[1])})
+        if len(rows) > found:
+            last_line = index
     if not rows:
-        rows = [{"step": i, **values} for i, values in enumerate(_records(lines), start=1)]
+        records = _records(lines)
+        rows = [{"step": i, **values} for i, values in enumerate(records, start=1)]
+        if records:
+            last_line = max(
+                i
+                for i, raw in enumerate(lines)
+                if _record(_LOG_PREFIX.sub("", raw.strip(), count=1))
+            )
     if not rows:
         raise MalformedRunError(
             path,
@@ -465,6 +479,8 @@ def read_all(path: Path, *, aliases: dict[str, str] | None = None) -> list[Run]:
         run.meta.max_steps = planned
     if planned_epochs:
         run.meta.num_train_epochs = planned_epochs
+    tail = sum(len(line) + 1 for line in lines[: last_line + 1])
+    crash_note(run, text, 0, tail, len(text))
     return [run]
 
 
