@@ -1397,3 +1397,38 @@ def test_the_learning_rate_of_the_parameter_groups_that_agree_is_taken() -> None
     (v5,) = load_runs(REAL / "csv26d_cells_yolov5s_warmup_whole_run")
     assert "train/learning_rate is taken from 'train/x/lr1'" in v5.warnings
     assert v5.metrics["train/learning_rate"].values.max() == pytest.approx(0.0025755)
+
+
+def test_split_metric_lines_after_an_epoch_line_are_read(tmp_path: Path) -> None:
+    # "Epoch 1/10" then "- Train metrics: accuracy: 0.404 ; loss: 1.633" and "- Eval metrics:
+    # ..." behind "2018-07-30 14:23:37,508:INFO: " (a real one: holdout27
+    # csv27f_tf_cnn_currency_128px_unstable_eval_10ep, "not a recognised training log" at its
+    # blind measurement)
+    (run,) = load_runs(REAL / "csv27f_tf_cnn_currency_128px_unstable_eval_10ep" / "train.log")
+    assert run.meta.num_train_epochs == 10
+    assert run.metrics["train/loss"].values[:2].tolist() == pytest.approx([1.633, 1.142])
+    assert run.metrics["eval/loss"].values[:2].tolist() == pytest.approx([1.255, 1.761])
+    assert run.metrics["eval/loss"].steps[:2].tolist() == [1, 2]
+    # without epoch lines, a held-out split's line shares the step of the train line before it
+    log = tmp_path / "train.log"
+    log.write_text(
+        "".join(
+            f"- Train metrics: loss: {1.0 / i:.3f}\n- Val metrics: loss: {1.1 / i:.3f}\n"
+            for i in range(1, 5)
+        ),
+        "utf-8",
+    )
+    (plain,) = load_runs(log)
+    assert plain.metrics["eval/loss"].steps.tolist() == [1, 2, 3, 4]
+    assert plain.metrics["eval/loss"].values[1] == pytest.approx(0.55)
+
+
+def test_epoch_lines_with_each_value_before_its_name_are_read() -> None:
+    # "Epoch 0 @ 10:27 PM : 0.9816 C.E. Loss, 94.28% Accuracy" (a real one: holdout27
+    # csv27f_ddp_cnn_fashion4_softmax_ce_val_only_47of256ep, a SLURM stdout, "not a recognised
+    # training log" at its blind measurement); the clock time is not a value
+    (run,) = load_runs(REAL / "csv27f_ddp_cnn_fashion4_softmax_ce_val_only_47of256ep" / "train.out")
+    assert len(run.metrics["train/loss"]) == 47
+    assert run.metrics["train/loss"].values[0] == pytest.approx(0.9816)
+    assert run.metrics["train/Accuracy"].values[0] == pytest.approx(94.28)
+    assert "train/PM" not in run.metrics

@@ -17,7 +17,8 @@ settings, sample generations, a scheduler's messages) is skipped:
   the start); the total after the slash is the planned number of steps.
 - A loop's one line per epoch: ``epoch 3  train_loss 0.1352  val_loss 0.1954  F1 0.601``,
   ``Epoch [3/10], Loss: 0.5123, Val Loss: 0.61``, ``Epoch 3/10: loss=0.52, val_loss=0.61``,
-  ``Epoch: 3  Training Loss: 0.52  Validation Loss: 0.61``, ``Train Epoch 3 --- train loss :
+  ``Epoch: 3  Training Loss: 0.52  Validation Loss: 0.61``, ``Epoch 3 @ 10:27 PM : 0.98 C.E.
+  Loss, 94.28% Accuracy`` (each value before its name), ``Train Epoch 3 --- train loss :
   0.52`` beside ``Test Epoch 3 --- test loss : 0.61``
   (names and values as ``name value``, ``name: value`` or ``name=value``; at least one name
   holds "loss"). Keras's ``fit`` output, an ``Epoch 3/10`` line followed by a progress line
@@ -41,7 +42,9 @@ settings, sample generations, a scheduler's messages) is skipped:
 
 - A loop's lines with nothing but names and values, one of them a loss and no counter
   (``Train Loss: 253686.6 Validate Loss 277412.7``, ``train loss = 0.339``): each such line is
-  one logging step, numbered 1, 2, ...
+  one logging step, numbered 1, 2, ...; behind a split's head (``- Train metrics: accuracy:
+  0.404 ; loss: 1.633`` then ``- Eval metrics: ...``) the held-out lines share the step of the
+  train line before them.
 
 A logger's prefix before a line (``[2024-05-08 04:06:17,722 INFO]``, Python logging's
 ``2025-06-04 17:36:55,374 - INFO -``) is set aside first. Only the shapes above are read: a
@@ -92,6 +95,11 @@ _PAIR = re.compile(
 #: ``str(logs)``), anywhere on a line (a progress bar may precede it).
 _HF_LOG = re.compile(r"\{'(?:loss|eval_[\w/.-]+|train_runtime)': [^{}]*\}")
 _HF_PAIR = re.compile(rf"'([A-Za-z_][\w/.-]*)': '?{_NUM}'?(?=[,}}])")
+#: The head of a split's line of metrics: ``- Train metrics:``, ``Eval metrics -``.
+_SPLIT_HEAD = re.compile(
+    r"^-?\s*(train|training|eval|evaluation|val|valid|validation|test)\s+metrics?\s*[:-]\s*",
+    re.IGNORECASE,
+)
 #: A Python traceback and the line naming the exception that ended it.
 _TRACEBACK = re.compile(r"Traceback \(most recent call last\):")
 _EXCEPTION = re.compile(
@@ -105,7 +113,7 @@ _BAR_START = re.compile(r"\| 0/(\d+) \[00:00<\?, \?it/s\]")
 _LOG_PREFIX = re.compile(
     r"^(?:\[[^\]]{0,80}\]\s*"
     r"|\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?"
-    r"(?:(?:\s+-\s+\S+)*?\s+-\s+(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\s*[-:]\s*|\s*-?\s*)"
+    r"(?:(?:\s+-\s+\S+)*?\s*[-:]\s*(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\s*[-:]*\s*|\s*-?\s*)"
     r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.]*:)"
 )
 _ONMT_STEP = re.compile(r"^Step (\d+)(?:\s*/\s*(\d+))?;\s*(.*)$")
@@ -117,6 +125,10 @@ _ONMT_FIELDS = {
     "acc": "train/accuracy",
     "lr": "train/learning_rate",
 }
+#: ``0.9816 C.E. Loss`` / ``94.28% Accuracy``: a value, then its name, up to a comma or the end.
+_VALUE_FIRST = re.compile(
+    rf"(?<![\w.:]){_NUM}%?\s+([A-Za-z][\w.]*(?: [A-Za-z][\w.]*)*)(?=\s*(?:[,;|]|$))"
+)
 _PATTERNS = (_NANOGPT_EVAL, _NANOGPT_ITER, _BUILD_NANOGPT, _LLMC_STEP, _LLMC_VAL)
 
 #: Suffixes a saved stdout carries (a job's ``.out`` / ``.log``, a ``log.txt``), or none.
@@ -166,25 +178,48 @@ def _epoch_pairs(line: str) -> tuple[int, int | None, dict[str, float]] | None:
         return None
     values = _pairs(m[3])
     if not _has_loss(values):
-        return None
+        # the value before its name: "Epoch 3 @ 10:27 PM : 0.9816 C.E. Loss, 94.28% Accuracy"
+        values = {
+            name.replace(" ", "_"): float(value) for value, name in _VALUE_FIRST.findall(m[3])
+        }
+        if not _has_loss(values):
+            return None
     return int(m[1]), int(m[2]) if m[2] else None, values
 
 
-def _record(line: str) -> dict[str, float]:
+def _record(line: str) -> tuple[bool, dict[str, float]]:
     """A line that is nothing but ``name value`` pairs, one name holding "loss" (``Train Loss:
-    253686.6 Validate Loss 277412.7``, ``train loss = 0.339``), or {}."""
+    253686.6 Validate Loss 277412.7``, ``train loss = 0.339``), possibly behind a split's head
+    (``- Eval metrics: accuracy: 0.510 ; loss: 1.255``, whose names are the held-out set's):
+    (whether it is a held-out split's, its values), or (False, {})."""
+    held_out = False
+    if head := _SPLIT_HEAD.match(line):
+        held_out = head[1].lower() not in ("train", "training")
+        line = line[head.end() :]
     values: dict[str, float] = {}
     rest = _PAIR.sub(" ", line)
     if rest.strip(" \t,;|:-") or not _has_loss(values := _pairs(line)):
-        return {}
-    return values
+        return False, {}
+    if held_out:
+        values = {f"val_{k}": v for k, v in values.items()}
+    return held_out, values
 
 
-def _records(lines: list[str]) -> list[dict[str, float]]:
-    """The record lines of a log with no counter (each line one logging step), when there are
-    at least three of them."""
-    found = [r for raw in lines if (r := _record(_LOG_PREFIX.sub("", raw.strip(), count=1)))]
-    return found if len(found) >= _MIN_MATCHES else []
+def _records(lines: list[str]) -> list[dict[str, Any]]:
+    """The rows of a log of record lines with no counter, when there are at least three: each
+    line is one logging step, or each train line when a held-out split's lines follow them
+    (those share the step of the train line before them)."""
+    found = [rec for raw in lines if (rec := _record(_LOG_PREFIX.sub("", raw.strip(), count=1)))[1]]
+    if len(found) < _MIN_MATCHES:
+        return []
+    split = any(held_out for held_out, _ in found) and not all(h for h, _ in found)
+    rows: list[dict[str, Any]] = []
+    step = 0
+    for held_out, values in found:
+        if not (split and held_out) or step == 0:
+            step += 1
+        rows.append({"step": step, **values})
+    return rows
 
 
 def _has_loss(values: dict[str, float]) -> bool:
@@ -416,6 +451,7 @@ def read_all(path: Path, *, aliases: dict[str, str] | None = None) -> list[Run]:
     planned: int | None = None
     planned_epochs: int | None = None
     keras_epoch: int | None = None
+    current_epoch: int | None = None  # the last "Epoch N/M" line's N
     last_step = 0
     last_line = -1  # the last line that gave a row
     for index, raw in enumerate(lines):
@@ -423,6 +459,11 @@ def read_all(path: Path, *, aliases: dict[str, str] | None = None) -> list[Run]:
         line = _LOG_PREFIX.sub("", raw.strip(), count=1)
         if m := _KERAS_EPOCH.match(line):
             keras_epoch, planned_epochs = int(m[1]), int(m[2])
+            current_epoch = keras_epoch
+        elif current_epoch is not None and _SPLIT_HEAD.match(line) and (rec := _record(line))[1]:
+            # "Epoch 1/10", then "- Train metrics: ..." and "- Eval metrics: ..." lines
+            rows.append({"epoch": current_epoch, **rec[1]})
+            keras_epoch = None
         elif keras_epoch is not None and (values := _keras_pairs(line)):
             rows.append({"epoch": keras_epoch, **values})
             keras_epoch = None
@@ -457,13 +498,12 @@ def read_all(path: Path, *, aliases: dict[str, str] | None = None) -> list[Run]:
         if len(rows) > found:
             last_line = index
     if not rows:
-        records = _records(lines)
-        rows = [{"step": i, **values} for i, values in enumerate(records, start=1)]
-        if records:
+        rows = _records(lines)
+        if rows:
             last_line = max(
                 i
                 for i, raw in enumerate(lines)
-                if _record(_LOG_PREFIX.sub("", raw.strip(), count=1))
+                if _record(_LOG_PREFIX.sub("", raw.strip(), count=1))[1]
             )
     if not rows:
         raise MalformedRunError(
