@@ -320,9 +320,7 @@ def infer_loss_series(run: Run) -> None:
                     continue
             elif leaf.split("_")[-1] not in loss_words and leaf not in loss_words:
                 continue
-            if k.startswith("eval/") or any(
-                w in _unscoped(k) for w in ("val", "test", "eval", "dev")
-            ):
+            if k.startswith("eval/") or any(w in _unscoped(k) for w in _EVAL_WORDS):
                 eval_c.append(k)
             else:
                 train_c.append(k)

@@ -1281,6 +1281,15 @@ def test_opennmt_logs_are_read(tmp_path: Path) -> None:
     (cut,) = load_runs(log)
     assert cut.meta.max_steps == 1000 and cut.meta.finished is None
     assert cut.metrics["train/learning_rate"].values[0] == 1.0
+    # the same log ending in a traceback: the run crashed
+    log.write_text(
+        log.read_text("utf-8")
+        + 'Traceback (most recent call last):\n  File "train.py", line 6\n'
+        + "RuntimeError: CUDA error: device-side assert triggered\n",
+        "utf-8",
+    )
+    (crashed,) = load_runs(log)
+    assert crashed.meta.error == "RuntimeError" and crashed.meta.finished is False
 
 
 def test_a_tab_separated_loss_table_saved_as_a_log_is_read(tmp_path: Path) -> None:

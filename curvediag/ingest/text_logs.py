@@ -321,6 +321,11 @@ def crash_note(run: Run, text: str, start: int, tail: int, end: int) -> None:
     )
 
 
+def _offset_after(lines: list[str], index: int) -> int:
+    """The offset in the text (``lines`` joined by newlines) just after line ``index``."""
+    return sum(len(line) + 1 for line in lines[: index + 1])
+
+
 def _bar_reached(text: str, total: int, start: int, end: int) -> int:
     """The furthest position the progress bar of ``total`` steps reached in ``text[start:end]``."""
     found = re.findall(rf"\| (\d+)/{total} \[", text[start:end])
@@ -392,15 +397,20 @@ def _number_steps(
     return history, (total if per_epoch and distinct else None), note
 
 
-def _onmt_runs(path: Path, lines: list[str], aliases: dict[str, str] | None) -> list[Run] | None:
+def _onmt_runs(
+    path: Path, text: str, lines: list[str], aliases: dict[str, str] | None
+) -> list[Run] | None:
     """The run in an OpenNMT-py log, or None when ``lines`` hold no ``Step N/M;`` line."""
     rows: list[dict[str, Any]] = []
     planned: int | None = None
     step = 0
     early = False
     patience: int | None = None
-    for raw in lines:
+    last_line = -1
+    for index, raw in enumerate(lines):
         line = _LOG_PREFIX.sub("", raw.strip(), count=1)
+        if _ONMT_STEP.match(line) or _ONMT_VAL.match(line):
+            last_line = index
         if m := _ONMT_STEP.match(line):
             step = int(m[1])
             planned = int(m[2]) if m[2] else planned
@@ -434,6 +444,7 @@ def _onmt_runs(path: Path, lines: list[str], aliases: dict[str, str] | None) -> 
         run.meta.early_stopped = True
         run.meta.finished = True
         run.meta.early_stopping_patience = patience
+    crash_note(run, text, 0, _offset_after(lines, last_line), len(text))
     return [run]
 
 
@@ -445,7 +456,7 @@ def read_all(path: Path, *, aliases: dict[str, str] | None = None) -> list[Run]:
     if any("loss" in e or "eval_loss" in e for _, e in entries):
         return _hf_runs(path, text, entries, aliases)
     lines = text.split("\n")
-    if (onmt := _onmt_runs(path, lines, aliases)) is not None:
+    if (onmt := _onmt_runs(path, text, lines, aliases)) is not None:
         return onmt
     rows: list[dict[str, Any]] = []
     planned: int | None = None
@@ -519,8 +530,7 @@ def read_all(path: Path, *, aliases: dict[str, str] | None = None) -> list[Run]:
         run.meta.max_steps = planned
     if planned_epochs:
         run.meta.num_train_epochs = planned_epochs
-    tail = sum(len(line) + 1 for line in lines[: last_line + 1])
-    crash_note(run, text, 0, tail, len(text))
+    crash_note(run, text, 0, _offset_after(lines, last_line), len(text))
     return [run]
 
 
