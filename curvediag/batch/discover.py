@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 
 from curvediag.batch._fs import Entry, FsspecFS, LocalFS, is_url, local_path_of
 from curvediag.ingest.aliases import STEP_COLUMNS
-from curvediag.ingest.csv_logs import keras_csv_header
+from curvediag.ingest.csv_logs import table_log_delimiter
 from curvediag.ingest.layouts import (
     CHECKPOINT_DIR,
     STATE_NAME,
@@ -222,15 +222,14 @@ def _header_looks_like_log(head: bytes, suffix: str) -> bool:
         except (ValueError, RecursionError):
             return False
         return isinstance(obj, dict) and _looks_like_log_columns(obj.keys())
+    if suffix == ".log":
+        # a console log is not a table: only a header of a step or epoch and a loss counts
+        # (Keras' CSVLogger, comma-separated; a loop's step<TAB>loss table)
+        return table_log_delimiter(line) is not None
     try:
         rows = list(csv.reader([line], delimiter="\t" if suffix == ".tsv" else ","))
     except csv.Error:
         return False
-    if suffix == ".log":
-        # a console log is not a table: only a header of a step or epoch and a loss counts
-        # (Keras' CSVLogger, comma-separated; a loop's step<TAB>loss table)
-        tabbed = next(csv.reader([line], delimiter="\t"), [])
-        return bool(rows) and (keras_csv_header(rows[0]) or keras_csv_header(tabbed))
     return bool(rows) and _looks_like_log_columns(rows[0])
 
 

@@ -171,23 +171,7 @@ def _load_log_files(folder: Path, aliases: Aliases) -> list[Run]:
         if name not in _FOLDER_FORMATS and mods[name].sniff(folder):
             found = _call(folder, name, aliases)
             if name == "wandb-summary" and len(found) == 1:
-                # W&B's files/ folder: its summary holds final values only, while the console
-                # capture beside it (output.log) may print every step (a nanoGPT run's lines)
-                console = [f for f in _files(folder) if mods["text-log"].sniff(f)]
-                if len(console) == 1:
-                    # its final values sit at W&B's own row counter, not the printed steps:
-                    # only its settings and summary are kept
-                    # (its _step, W&B's row counter, is not a step of the printed curves)
-                    meta = found[0].meta.model_copy(update={"global_step": None})
-                    summary = found[0].model_copy(
-                        update={"metrics": {}, "warnings": [], "meta": meta}
-                    )
-                    merged = merge_runs(_call(console[0], "text-log", aliases)[0], [summary])
-                    merged.warnings.append(
-                        f"curves read from the console output {console[0].name}; "
-                        "wandb-summary.json gives the settings and final values"
-                    )
-                    return [merged]
+                return [_with_console_curves(folder, found[0], aliases)]
             return found
     runs: list[Run] = []
     for f in _files(folder):
@@ -200,6 +184,25 @@ def _load_log_files(folder: Path, aliases: Aliases) -> list[Run]:
     if not runs:
         detect_format(folder)  # raises the explanatory error
     return runs
+
+
+def _with_console_curves(folder: Path, summary: Run, aliases: Aliases) -> Run:
+    """W&B's files/ folder: its summary holds final values only, while the console capture
+    beside it (output.log) may print every step (a nanoGPT run's lines). When one file there is
+    a text log, the curves come from it and the summary gives the settings and final values;
+    its values and its _step sit at W&B's own row counter, not at the printed steps, so
+    neither is kept."""
+    console = [f for f in _files(folder) if _modules()["text-log"].sniff(f)]
+    if len(console) != 1:
+        return summary
+    meta = summary.meta.model_copy(update={"global_step": None})
+    settings = summary.model_copy(update={"metrics": {}, "warnings": [], "meta": meta})
+    merged = merge_runs(_call(console[0], "text-log", aliases)[0], [settings])
+    merged.warnings.append(
+        f"curves read from the console output {console[0].name}; "
+        "wandb-summary.json gives the settings and final values"
+    )
+    return merged
 
 
 def _files(folder: Path) -> list[Path]:

@@ -114,18 +114,17 @@ def head_bytes(path: Path, n: int = SNIFF_BYTES) -> bytes:
         return b""
 
 
-def header_cells(path: Path, sep: str = ",") -> list[str]:
-    """The cells of the first line of a CSV file, or of a file delimited by ``sep`` (for
-    sniffing; [] when unreadable)."""
+def header_cells(path: Path) -> list[str]:
+    """The cells of the first line of a CSV file (for sniffing; [] when unreadable)."""
     head = head_bytes(path)
     if not head or b"\x00" in head:
         return []
     text = head.decode("utf-8-sig", "replace")
     line, newline, _ = text.partition("\n")
     if not newline and len(head) >= SNIFF_BYTES:
-        line = line.rsplit(sep, 1)[0]  # a truncated very long header: drop the partial cell
+        line = line.rsplit(",", 1)[0]  # a truncated very long header: drop the partial cell
     try:
-        rows = list(csv.reader([line.rstrip("\r")], delimiter=sep))
+        rows = list(csv.reader([line.rstrip("\r")]))
     except csv.Error:
         return []
     return [c.strip() for c in rows[0]] if rows else []

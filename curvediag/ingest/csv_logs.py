@@ -32,6 +32,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import math
 import re
@@ -86,6 +87,7 @@ __all__ = [
     "TENSORBOARD_CSV",
     "keras_csv_header",
     "plain_run",
+    "table_log_delimiter",
     "tensorboard_csv_metric_name",
 ]
 
@@ -240,16 +242,23 @@ def sniff_plain_csv(path: Path) -> bool:
         return False
     if path.suffix.lower() in _CSV_SUFFIXES:
         return True
-    return _table_log_sep(path) is not None
-
-
-def _table_log_sep(path: Path) -> str | None:
-    """The separator of a ``.log`` / ``.txt`` file that is a table of a loss by step or epoch
-    (see :func:`sniff_plain_csv`), or None."""
     if path.suffix.lower() not in _TABLE_LOG_SUFFIXES:
-        return None
+        return False
+    head = head_bytes(path)
+    first = head.decode("utf-8-sig", "replace").split("\n", 1)[0]
+    return b"\0" not in head and table_log_delimiter(first) is not None
+
+
+def table_log_delimiter(header: str) -> str | None:
+    """The delimiter (comma or tab) that makes ``header``, the first line of a log saved as
+    ``.log`` / ``.txt``, a table of a loss by step or epoch (see :func:`keras_csv_header`), or
+    None: such a file is a console log, not a table."""
     for sep in (",", "\t"):
-        if keras_csv_header(header_cells(path, sep)):
+        try:
+            cells = next(csv.reader([header.rstrip("\r")], delimiter=sep), [])
+        except csv.Error:
+            continue
+        if keras_csv_header(cells):
             return sep
     return None
 
@@ -560,9 +569,12 @@ def _planned_steps(table: Table) -> int | None:
 
 def read_plain_csv(path: Path, *, aliases: dict[str, str] | None = None) -> list[Run]:
     """Read a CSV/TSV log with a step column."""
-    sep = "\t" if path.suffix.lower() == ".tsv" else (_table_log_sep(path) or ",")
     text = read_text(path, "CSV log")
     header = text.lstrip("\ufeff").split("\n", 1)[0]
+    suffix = path.suffix.lower()
+    sep = "\t" if suffix == ".tsv" else ","
+    if suffix in _TABLE_LOG_SUFFIXES:
+        sep = table_log_delimiter(header) or sep
     if sep == "," and ";" in header and "," not in header:
         sep = ";"  # Keras' CSVLogger(separator=";")
     warnings: list[str] = []

@@ -145,13 +145,13 @@ def sniff(path: Path) -> bool:
     head = head_bytes(path)
     if b"\0" in head:
         return False
-    lines = head.decode("utf-8", errors="replace").splitlines()
-    if len(_records(lines)) >= _MIN_MATCHES:
+    lines = [_unprefixed(raw) for raw in head.decode("utf-8", errors="replace").splitlines()]
+    if _records(lines)[0]:
         return True
     hits = sum(
         1
-        for raw in lines
-        if any(p.match(line := _LOG_PREFIX.sub("", raw.strip(), count=1)) for p in _PATTERNS)
+        for line in lines
+        if any(p.match(line) for p in _PATTERNS)
         or _epoch_pairs(line)
         or _KERAS_EPOCH.match(line)
         or _KERAS_PROGRESS.search(line)
@@ -159,6 +159,11 @@ def sniff(path: Path) -> bool:
         or _ONMT_STEP.match(line)
     )
     return hits >= _MIN_MATCHES
+
+
+def _unprefixed(raw: str) -> str:
+    """A printed line without its surrounding blanks and its logger's prefix."""
+    return _LOG_PREFIX.sub("", raw.strip(), count=1)
 
 
 def _pairs(text: str) -> dict[str, float]:
@@ -205,21 +210,22 @@ def _record(line: str) -> tuple[bool, dict[str, float]]:
     return held_out, values
 
 
-def _records(lines: list[str]) -> list[dict[str, Any]]:
-    """The rows of a log of record lines with no counter, when there are at least three: each
-    line is one logging step, or each train line when a held-out split's lines follow them
-    (those share the step of the train line before them)."""
-    found = [rec for raw in lines if (rec := _record(_LOG_PREFIX.sub("", raw.strip(), count=1)))[1]]
+def _records(lines: list[str]) -> tuple[list[dict[str, Any]], int]:
+    """The rows of a log of record lines (``lines`` without their loggers' prefixes) with no
+    counter, when there are at least three, and the index of the last: each line is one
+    logging step, or each train line when a held-out split's lines follow them (those share
+    the step of the train line before them). ([], -1) otherwise."""
+    found = [(i, *rec) for i, line in enumerate(lines) if (rec := _record(line))[1]]
     if len(found) < _MIN_MATCHES:
-        return []
-    split = any(held_out for held_out, _ in found) and not all(h for h, _ in found)
+        return [], -1
+    split = any(held_out for _, held_out, _ in found) and not all(h for _, h, _ in found)
     rows: list[dict[str, Any]] = []
     step = 0
-    for held_out, values in found:
+    for _, held_out, values in found:
         if not (split and held_out) or step == 0:
             step += 1
         rows.append({"step": step, **values})
-    return rows
+    return rows, found[-1][0]
 
 
 def _has_loss(values: dict[str, float]) -> bool:
@@ -294,12 +300,12 @@ def _hf_runs(
         if planned:
             run.meta.max_steps = planned
         if not _is_summary(group[-1][1]):
-            crash_note(run, text, group[0][0] if i else 0, tail_start, end)
+            _crash_note(run, text, group[0][0] if i else 0, tail_start, end)
         runs.append(run)
     return runs
 
 
-def crash_note(run: Run, text: str, start: int, tail: int, end: int) -> None:
+def _crash_note(run: Run, text: str, start: int, tail: int, end: int) -> None:
     """When a run's console output (``text[start:end]``) holds a traceback and, after the run's
     last log line (``tail``), the exception that ended it, the run ended on that uncaught
     exception: its class name goes to ``meta.error``, its message to the warnings, and the run
@@ -398,20 +404,19 @@ def _number_steps(
 
 
 def _onmt_runs(
-    path: Path, text: str, lines: list[str], aliases: dict[str, str] | None
+    path: Path, text: str, lines: list[str], bare: list[str], aliases: dict[str, str] | None
 ) -> list[Run] | None:
-    """The run in an OpenNMT-py log, or None when ``lines`` hold no ``Step N/M;`` line."""
+    """The run in an OpenNMT-py log (``text``, split into ``lines``; ``bare``: those lines
+    without their loggers' prefixes), or None when it holds no ``Step N/M;`` line."""
     rows: list[dict[str, Any]] = []
     planned: int | None = None
     step = 0
     early = False
     patience: int | None = None
     last_line = -1
-    for index, raw in enumerate(lines):
-        line = _LOG_PREFIX.sub("", raw.strip(), count=1)
-        if _ONMT_STEP.match(line) or _ONMT_VAL.match(line):
-            last_line = index
+    for index, line in enumerate(bare):
         if m := _ONMT_STEP.match(line):
+            last_line = index
             step = int(m[1])
             planned = int(m[2]) if m[2] else planned
             values = _pairs(m[3])
@@ -419,6 +424,7 @@ def _onmt_runs(
             row.update({_ONMT_FIELDS[k]: v for k, v in values.items() if k in _ONMT_FIELDS})
             rows.append(row)
         elif m := _ONMT_VAL.match(line):
+            last_line = index
             value = float(m[2])
             if m[1] == "perplexity":
                 rows.append({"step": step, "eval/perplexity": value})
@@ -444,7 +450,7 @@ def _onmt_runs(
         run.meta.early_stopped = True
         run.meta.finished = True
         run.meta.early_stopping_patience = patience
-    crash_note(run, text, 0, _offset_after(lines, last_line), len(text))
+    _crash_note(run, text, 0, _offset_after(lines, last_line), len(text))
     return [run]
 
 
@@ -456,7 +462,8 @@ def read_all(path: Path, *, aliases: dict[str, str] | None = None) -> list[Run]:
     if any("loss" in e or "eval_loss" in e for _, e in entries):
         return _hf_runs(path, text, entries, aliases)
     lines = text.split("\n")
-    if (onmt := _onmt_runs(path, text, lines, aliases)) is not None:
+    bare = [_unprefixed(raw) for raw in lines]
+    if (onmt := _onmt_runs(path, text, lines, bare, aliases)) is not None:
         return onmt
     rows: list[dict[str, Any]] = []
     planned: int | None = None
@@ -465,9 +472,8 @@ def read_all(path: Path, *, aliases: dict[str, str] | None = None) -> list[Run]:
     current_epoch: int | None = None  # the last "Epoch N/M" line's N
     last_step = 0
     last_line = -1  # the last line that gave a row
-    for index, raw in enumerate(lines):
+    for index, line in enumerate(bare):
         found = len(rows)
-        line = _LOG_PREFIX.sub("", raw.strip(), count=1)
         if m := _KERAS_EPOCH.match(line):
             keras_epoch, planned_epochs = int(m[1]), int(m[2])
             current_epoch = keras_epoch
@@ -509,13 +515,7 @@ def read_all(path: Path, *, aliases: dict[str, str] | None = None) -> list[Run]:
         if len(rows) > found:
             last_line = index
     if not rows:
-        rows = _records(lines)
-        if rows:
-            last_line = max(
-                i
-                for i, raw in enumerate(lines)
-                if _record(_LOG_PREFIX.sub("", raw.strip(), count=1))[1]
-            )
+        rows, last_line = _records(bare)
     if not rows:
         raise MalformedRunError(
             path,
@@ -530,7 +530,7 @@ def read_all(path: Path, *, aliases: dict[str, str] | None = None) -> list[Run]:
         run.meta.max_steps = planned
     if planned_epochs:
         run.meta.num_train_epochs = planned_epochs
-    crash_note(run, text, 0, _offset_after(lines, last_line), len(text))
+    _crash_note(run, text, 0, _offset_after(lines, last_line), len(text))
     return [run]
 
 
