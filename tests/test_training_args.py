@@ -179,7 +179,7 @@ def test_a_setting_in_the_runs_own_config_is_kept_for_other_loops() -> None:
     # nanoGPT's config has no save_steps: Trainer-only settings stay out of its plan
     nano = curvediag.diagnose(_corpus_run("wbb_nanogpt_druid"))
     assert all(c.setting in (None, *nano.run.meta.hyperparameters) for c in next_run_changes(nano))
-    kobert = curvediag.diagnose(ROOT / "benchmarks/real_runs/wbb_kobert_nsmc_bs2")
+    kobert = curvediag.diagnose(ROOT / "benchmarks/real_runs/wbb_kobert_nsmc_bs32")
     plan = next_run_changes(kobert)
     assert plan and not any(c.setting in ("max_steps", "weight_decay") for c in plan)
 
