@@ -1441,3 +1441,84 @@ def test_epoch_lines_with_each_value_before_its_name_are_read() -> None:
     assert run.metrics["train/loss"].values[0] == pytest.approx(0.9816)
     assert run.metrics["train/Accuracy"].values[0] == pytest.approx(94.28)
     assert "train/PM" not in run.metrics
+
+
+def test_a_project_folder_holding_wandb_files_folders_only_is_read() -> None:
+    # wandb/run-*/files/ with config.yaml, output.log and wandb-summary.json, no binary log or
+    # history (three real ones: holdout29 wb29d_*, "no training log found here" at their blind
+    # measurement); each run is read once, with its console's curves
+    (rcnn,) = load_runs(REAL / "wb29d_fasterrcnn_r101_voc_interrupted_ep5of20")
+    assert rcnn.format == "text-log+wandb-summary"
+    assert len(rcnn.metrics["train/loss"]) == 4
+    (summary_only,) = load_runs(REAL / "wb29d_wav2vec2_asr_trainer_summary_only")
+    assert summary_only.format == "wandb-summary"
+    # the run folder itself: the console beside its summary, under files/
+    (folder,) = load_runs(next((REAL / "wb29d_mbert_translation_loss_rises_bleu0").glob("wandb/*")))
+    assert folder.format == "text-log+wandb-summary"
+    # a CSV two folders down (tmp/wandb2csv/) when nothing else is there
+    (csv,) = load_runs(REAL / "wb29d_llama8l_slimpajama_cosine_val_healthy")
+    assert len(csv.metrics["eval/loss"]) == 76
+
+
+def test_finished_tqdm_bars_with_their_values_are_one_row_per_epoch(tmp_path: Path) -> None:
+    # a loop's bar with set_postfix(total_loss=...), then "Mean Average Precision = 28.06%"
+    # after the evaluation (a real one: holdout29 wb29d_fasterrcnn_r101_voc_interrupted_ep5of20,
+    # a Faster R-CNN stopped by hand in its fifth epoch)
+    (run,) = load_runs(REAL / "wb29d_fasterrcnn_r101_voc_interrupted_ep5of20")
+    assert run.metrics["train/loss"].values.tolist() == pytest.approx([1.06, 0.87, 0.76, 0.67])
+    assert run.metrics["eval/Mean_Average_Precision"].values[-1] == pytest.approx(57.32)
+    assert run.meta.error == "KeyboardInterrupt"
+    # a bar that stopped short of its total is not an epoch's row
+    log = tmp_path / "train.log"
+    bars = [f"100%|#####| 50/50 [00:09<00:00,  5.1it/s, loss={1.0 / i:.3f}]" for i in range(1, 4)]
+    log.write_text("\n".join([*bars, " 40%|##   | 20/50 [00:04<00:06,  5.0it/s, loss=0.2]"]))
+    (plain,) = load_runs(log)
+    assert plain.metrics["train/loss"].steps.tolist() == [1, 2, 3]
+
+
+def test_json_object_lines_in_a_console_log_are_read() -> None:
+    # {"epoch": 0, "step": 5, "loss": 156.04, "time": 6} lines among warnings (a real one:
+    # holdout29 wb29d_mbert_translation_loss_rises_bleu0, unread at its blind measurement)
+    (run,) = load_runs(REAL / "wb29d_mbert_translation_loss_rises_bleu0")
+    loss = run.metrics["train/loss"]
+    assert loss.steps[:3].tolist() == [0, 5, 10]
+    assert loss.values[:2].tolist() == pytest.approx([7.128603458404541, 156.04449462890625])
+
+
+def test_epoch_lines_behind_a_bracketed_split_tag_are_read() -> None:
+    # "[Train] Epoch 001: loss = 0.019304" / "[Diff-Val(Test-Normal)] Epoch 001
+    # (Deterministic): loss = 0.007187" behind Python logging's prefix (a real one: holdout28
+    # csv28f_cond_diffusion_unet1d_30ep_cosine_converging, unread at its blind measurement)
+    (run,) = load_runs(REAL / "csv28f_cond_diffusion_unet1d_30ep_cosine_converging" / "train.log")
+    assert run.metrics["train/loss"].values[:2].tolist() == pytest.approx([0.019304, 0.007488])
+    assert run.metrics["eval/loss"].values[:2].tolist() == pytest.approx([0.007187, 0.006093])
+    assert len(run.metrics["eval/loss"]) == 30
+
+
+def test_split_lines_after_an_epoch_line_share_its_epoch() -> None:
+    # "09-02 20:39:12 - INFO - __main__ - Epoch: 0, Loss: 1.60" then "Train. Total Loss: ...,
+    # AUC: 50.42%" and "Val. Total Loss: 1.79, ..." (a real one: holdout28
+    # csv28f_vgae_gat_goodreads_nan_from_epoch4, unread at its blind measurement): a logger
+    # prefix without the year, with the logger's name, is set aside too
+    (run,) = load_runs(REAL / "csv28f_vgae_gat_goodreads_nan_from_epoch4" / "train.log")
+    assert run.metrics["train/loss"].steps[:2].tolist() == [0, 1]
+    assert run.metrics["eval/loss"].values[:2].tolist() == pytest.approx([1.79, 1.77])
+    assert run.metrics["eval/AUC"].values[0] == pytest.approx(49.90)
+    assert math.isnan(run.metrics["train/loss"].values[4])
+
+
+def test_a_keras_csvlogger_file_with_bare_carriage_returns_is_a_table(tmp_path: Path) -> None:
+    # lines ended by "\r\r" (a real one: holdout28
+    # csv28f_keras_mobilenetv2_sp500_charts_overfit_es22of100, unread at its blind measurement)
+    real = REAL / "csv28f_keras_mobilenetv2_sp500_charts_overfit_es22of100" / "train.log"
+    (run,) = load_runs(real)
+    assert len(run.metrics["eval/loss"]) == 22
+    assert run.metrics["train/loss"].values[0] == pytest.approx(0.7518624199761285)
+    # and batch discovery finds it in a folder of runs
+    from curvediag.batch.discover import discover
+
+    folder = tmp_path / "runs" / "keras"
+    folder.mkdir(parents=True)
+    (folder / "training.log").write_bytes(real.read_bytes())
+    units = list(discover([tmp_path / "runs"]))
+    assert [(Path(u.path).name, u.kind) for u in units] == [("training.log", "file")]

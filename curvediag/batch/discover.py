@@ -215,7 +215,7 @@ def _header_looks_like_log(head: bytes, suffix: str) -> bool:
     if b"\x00" in head:
         return False
     text = head.decode("utf-8-sig", "replace")
-    line = text.split("\n", 1)[0].rstrip("\r")
+    line = next(iter(text.splitlines()), "")  # "\n", "\r\n" or a bare "\r" ends it
     if suffix in _JSONL_SUFFIXES:
         try:
             obj = json.loads(line)

@@ -317,6 +317,12 @@ def _perfect(st: dict[str, Value]) -> float | None:
         "score.best_over_chance": "best accuracy minus chance, in accuracy units",
         "score.best_accuracy": "the best eval accuracy as a fraction (an accuracy logged in "
         "percent is divided by 100), when the main score is an accuracy; None otherwise",
+        "score.new_best_share": "share of the evaluations after the first that beat every "
+        "earlier one (1.0: the score set a new best at every evaluation)",
+        "score.first_skill": "how far the first evaluation already was from chance to a "
+        "perfect score, for a bounded higher-is-better score: (first - chance) / (perfect - "
+        "chance), chance being half the perfect value for an AUC, 1 / num_classes for an "
+        "accuracy when the config names the classes, else 0; None for other scores",
     },
 )
 def _score(ctx: FeatureContext) -> dict[str, Value]:
@@ -393,4 +399,30 @@ def _score(ctx: FeatureContext) -> dict[str, Value]:
             None if chance is None or not isinstance(best, float) else best / scale - chance
         ),
         "score.best_accuracy": accuracy,
+        "score.first_skill": _first_skill(st, name, chance),
+        "score.new_best_share": _new_best_share(values, st["higher_is_better"]),
     }
+
+
+def _new_best_share(values: np.ndarray, higher_is_better: Value) -> float | None:
+    """Share of the evaluations after the first that beat every earlier one."""
+    v = values[np.isfinite(values)]
+    if len(v) < 2 or higher_is_better is None:
+        return None
+    signed = v if higher_is_better else -v
+    records = signed[1:] > np.maximum.accumulate(signed)[:-1]
+    return float(records.mean())
+
+
+#: Name tokens of an area under a curve, whose chance level is half its perfect value.
+_AUC = {"auc", "auroc", "roc_auc", "rocauc"}
+
+
+def _first_skill(st: dict[str, Value], name: str, chance: float | None) -> float | None:
+    """(first - chance) / (perfect - chance) of a bounded higher-is-better score."""
+    perfect, first = _perfect(st), st["first"]
+    if st["higher_is_better"] is not True or perfect is None or not isinstance(first, float):
+        return None
+    # chance: half the perfect value for an AUC, 1 / num_classes for an accuracy, else 0
+    floor = perfect / 2 if set(_tokens(name)) & _AUC else (chance or 0.0) * perfect
+    return (first - floor) / (perfect - floor) if perfect > floor else None

@@ -240,6 +240,16 @@ def _epochs_by_row(run: Run) -> float | None:
     return float(len(train))
 
 
+def _steps_done(run: Run, last: int) -> int:
+    """The steps a run had done at its last log: a loop that counts from 0 (Lightning's
+    global step) logs its last of ``max_steps`` steps at ``max_steps - every``."""
+    loss = run.get("train/loss")
+    if loss is None or len(loss) < 2 or int(loss.steps[0]) != 0:
+        return last
+    every = int(np.median(np.diff(loss.steps)))
+    return last + every if int(loss.steps[-1]) == last else last
+
+
 @feature_group(
     "run",
     requires=[],
@@ -307,7 +317,7 @@ def _run(ctx: FeatureContext) -> dict[str, Value]:
     progress = None
     last_epoch, planned_epochs = None, None
     if meta.max_steps and last is not None:
-        progress = last / meta.max_steps
+        progress = _steps_done(run, last) / meta.max_steps
     elif meta.num_train_epochs and (last_epoch := _last_epoch(run)) is not None:
         planned_epochs = float(meta.num_train_epochs)
         progress = last_epoch / planned_epochs

@@ -179,10 +179,29 @@ def _load_log_files(folder: Path, aliases: Aliases) -> list[Run]:
         if fmt is not None:
             runs += _call(f, fmt, aliases)
     if not runs:
-        for log in _lightning_logs(folder):
-            runs += _call(log, "lightning-csv", aliases)
+        runs = _nested_runs(folder, aliases)
     if not runs:
         detect_format(folder)  # raises the explanatory error
+    return runs
+
+
+def _nested_runs(folder: Path, aliases: Aliases) -> list[Run]:
+    """A project folder with no log at its top: Lightning ``CSVLogger`` logs a few levels down,
+    else what the sub-folders hold (a W&B run synced without its binary log,
+    ``wandb/run-*/files/`` with its summary and console; a CSV under ``tmp/exports/``)."""
+    lightning = _lightning_logs(folder)
+    if lightning:
+        return [r for log in lightning for r in _call(log, "lightning-csv", aliases)]
+    mods = _modules()
+    runs: list[Run] = []
+    for here in _sub_folders(folder):
+        if mods["wandb-summary"].sniff(here):
+            runs += _load_log_files(here, aliases)  # the summary with its console's curves
+            continue
+        for f in _files(here):
+            fmt = next((n for n in FORMATS if n not in _FOLDER_FORMATS and mods[n].sniff(f)), None)
+            if fmt is not None:
+                runs += _call(f, fmt, aliases)
     return runs
 
 
@@ -192,7 +211,8 @@ def _with_console_curves(folder: Path, summary: Run, aliases: Aliases) -> Run:
     a text log, the curves come from it and the summary gives the settings and final values;
     its values and its _step sit at W&B's own row counter, not at the printed steps, so
     neither is kept."""
-    console = [f for f in _files(folder) if _modules()["text-log"].sniff(f)]
+    beside = Path(summary.source).parent  # files/ when the run folder itself was given
+    console = [f for f in _files(beside) if _modules()["text-log"].sniff(f)]
     if len(console) != 1:
         return summary
     meta = summary.meta.model_copy(update={"global_step": None})
@@ -214,7 +234,27 @@ def _files(folder: Path) -> list[Path]:
 #: (``lightning_logs/version_3/metrics.csv`` is 2 deep; ``logs/<name>/version_0/`` is 3).
 _LIGHTNING_DEPTH = 4
 #: Sub-folders never walked into for them.
-_SKIP_DIRS = frozenset({"node_modules", "__pycache__", "site-packages", "wandb"})
+_PACKAGE_DIRS = frozenset({"node_modules", "__pycache__", "site-packages"})
+_SKIP_DIRS = _PACKAGE_DIRS | {"wandb"}
+
+
+def _sub_folders(folder: Path) -> list[Path]:
+    """The sub-folders of ``folder`` a few levels down, by path; hidden ones, installed
+    packages and the inside of a W&B ``files/`` folder (one run's) left out."""
+    found: list[Path] = []
+    for here, dirs, files in os.walk(folder):
+        path = Path(here)
+        depth = len(path.relative_to(folder).parts)
+        if depth:
+            found.append(path)
+        run = "wandb-summary.json" in files or (path / "files" / "wandb-summary.json").is_file()
+        keep = depth < _LIGHTNING_DEPTH and not (depth and run)
+        dirs[:] = (
+            sorted(d for d in dirs if not d.startswith(".") and d not in _PACKAGE_DIRS)
+            if keep
+            else []
+        )
+    return found
 
 
 def _lightning_logs(folder: Path) -> list[Path]:

@@ -245,7 +245,8 @@ def sniff_plain_csv(path: Path) -> bool:
     if path.suffix.lower() not in _TABLE_LOG_SUFFIXES:
         return False
     head = head_bytes(path)
-    first = head.decode("utf-8-sig", "replace").split("\n", 1)[0]
+    # the first line, whatever ends it (a log written with bare "\r" line ends)
+    first = next(iter(head.decode("utf-8-sig", "replace").splitlines()), "")
     return b"\0" not in head and table_log_delimiter(first) is not None
 
 

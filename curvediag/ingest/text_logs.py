@@ -79,9 +79,18 @@ _LLMC_STEP = re.compile(
 )
 _LLMC_VAL = re.compile(rf"^val loss {_NUM}\s*$", re.IGNORECASE)
 _EPOCH_LINE = re.compile(
-    r"^(?:(?:train|training|val|valid|validation|test|eval)\s+)?"
-    r"epoch\s*[:\[(]?\s*(\d+)\s*(?:/\s*(\d+))?\s*[\])]?\s*[:,|-]*\s+(.*\S)\s*$",
+    r"^(?:(?P<split>train|training|val|valid|validation|test|eval)\s+|\[(?P<tag>[^\]]{1,40})\]\s*)?"
+    r"epoch\s*[:\[(]?\s*(?P<epoch>\d+)\s*(?:/\s*(?P<total>\d+))?\s*[\])]?\s*[:,|-]*\s+"
+    r"(?P<rest>.*\S)\s*$",
     re.IGNORECASE,
+)
+#: A name's word that says which split it is (``val_loss``, ``train acc``, ``Test Loss``).
+_SPLIT_WORD = re.compile(
+    r"(?:^|[^a-z])(?:train|training|val|valid|validation|test|eval|dev)(?:[^a-z]|$)", re.IGNORECASE
+)
+#: ... and the words of a held-out split.
+_HELD_OUT_WORD = re.compile(
+    r"(?:^|[^a-z])(?:val|valid|validation|test|eval|dev)(?:[^a-z]|$)", re.IGNORECASE
 )
 _KERAS_EPOCH = re.compile(r"^epoch (\d+)/(\d+)\s*$", re.IGNORECASE)
 _KERAS_PROGRESS = re.compile(rf"\] - .*\bloss: {_NUM}")
@@ -97,7 +106,8 @@ _HF_LOG = re.compile(r"\{'(?:loss|eval_[\w/.-]+|train_runtime)': [^{}]*\}")
 _HF_PAIR = re.compile(rf"'([A-Za-z_][\w/.-]*)': '?{_NUM}'?(?=[,}}])")
 #: The head of a split's line of metrics: ``- Train metrics:``, ``Eval metrics -``.
 _SPLIT_HEAD = re.compile(
-    r"^-?\s*(train|training|eval|evaluation|val|valid|validation|test)\s+metrics?\s*[:-]\s*",
+    r"^-?\s*(train|training|eval|evaluation|val|valid|validation|test)"
+    r"(?:\s+metrics?\s*[:-]|\.)\s*",
     re.IGNORECASE,
 )
 #: A Python traceback and the line naming the exception that ended it.
@@ -105,6 +115,14 @@ _TRACEBACK = re.compile(r"Traceback \(most recent call last\):")
 _EXCEPTION = re.compile(
     r"^([A-Za-z_][\w.]{0,80}(?:Error|Exception|Interrupt|Exit))(?::[ \t]*(.*))?$", re.MULTILINE
 )
+#: A tqdm bar that reached its total, with the values a loop set on it
+#: (``100%|####| 1541/1541 [02:19<00:00, 11.08it/s, rpn_loss=0.24, total_loss=1.06]``).
+_BAR_DONE = re.compile(r"100%\|[^|]*\|\s*(\d+)/\1 \[[^\],]*,\s*[^\],]*(?:it/s|s/it),\s*([^\]]*)\]")
+#: A line that is one JSON object (``{"epoch": 0, "step": 5, "loss": 156.04, "time": 6}``).
+_JSON_LINE = re.compile(r"^\{\s*\"[^{}]*\}$")
+#: A whole line of one ``name = value`` after a finished bar (``Mean Average Precision =
+#: 28.06%``): the evaluation that followed that epoch's training.
+_ONE_PAIR = re.compile(rf"^({_WORD}(?: {_WORD})*)\s*[:=]\s*{_NUM}%?$")
 #: A tqdm bar drawn at its start, ``  0%|          | 0/2260 [00:00<?, ?it/s]``: its total.
 _BAR_START = re.compile(r"\| 0/(\d+) \[00:00<\?, \?it/s\]")
 #: A logger's prefix before the printed text: ``[2024-05-08 04:06:17,722 INFO] `` (OpenNMT-py
@@ -112,8 +130,9 @@ _BAR_START = re.compile(r"\| 0/(\d+) \[00:00<\?, \?it/s\]")
 #: ``INFO:root:``, or a bare timestamp.
 _LOG_PREFIX = re.compile(
     r"^(?:\[[^\]]{0,80}\]\s*"
-    r"|\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?"
-    r"(?:(?:\s+-\s+\S+)*?\s*[-:]\s*(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\s*[-:]*\s*|\s*-?\s*)"
+    r"|(?:\d{4}-)?\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?"
+    r"(?:(?:\s+-\s+\S+)*?\s*[-:]\s*(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\s*[-:]*\s*"
+    r"(?:[\w.]+ - )?|\s*-?\s*)"
     r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.]*:)"
 )
 _ONMT_STEP = re.compile(r"^Step (\d+)(?:\s*/\s*(\d+))?;\s*(.*)$")
@@ -157,6 +176,8 @@ def sniff(path: Path) -> bool:
         or _KERAS_PROGRESS.search(line)
         or _HF_LOG.search(line)
         or _ONMT_STEP.match(line)
+        or _bar_values(line)
+        or _json_values(line)
     )
     return hits >= _MIN_MATCHES
 
@@ -181,15 +202,21 @@ def _epoch_pairs(line: str) -> tuple[int, int | None, dict[str, float]] | None:
     m = _EPOCH_LINE.match(line)
     if m is None:
         return None
-    values = _pairs(m[3])
+    values = _pairs(m["rest"])
     if not _has_loss(values):
         # the value before its name: "Epoch 3 @ 10:27 PM : 0.9816 C.E. Loss, 94.28% Accuracy"
         values = {
-            name.replace(" ", "_"): float(value) for value, name in _VALUE_FIRST.findall(m[3])
+            name.replace(" ", "_"): float(value) for value, name in _VALUE_FIRST.findall(m["rest"])
         }
         if not _has_loss(values):
             return None
-    return int(m[1]), int(m[2]) if m[2] else None, values
+    split = m["split"] or m["tag"] or ""
+    if _HELD_OUT_WORD.search(split):
+        # "Val Epoch 3: loss 0.61", "[Diff-Val(Test-Normal)] Epoch 001: loss = 0.0072": the
+        # held-out set's values, unless their own names say otherwise
+        values = {k if _SPLIT_WORD.search(k) else f"val_{k}": v for k, v in values.items()}
+    total = m["total"]
+    return int(m["epoch"]), int(total) if total else None, values
 
 
 def _record(line: str) -> tuple[bool, dict[str, float]]:
@@ -202,7 +229,7 @@ def _record(line: str) -> tuple[bool, dict[str, float]]:
         held_out = head[1].lower() not in ("train", "training")
         line = line[head.end() :]
     values: dict[str, float] = {}
-    rest = _PAIR.sub(" ", line)
+    rest = _PAIR.sub(" ", line).replace("%", " ")  # a value may end in %
     if rest.strip(" \t,;|:-") or not _has_loss(values := _pairs(line)):
         return False, {}
     if held_out:
@@ -236,6 +263,32 @@ def _keras_pairs(line: str) -> dict[str, float]:
     """The values of Keras's last progress-bar update on a line (``- loss: 0.51 - ...``)."""
     last = line.rsplit("\r", 1)[-1].rsplit("]", 1)[-1]
     values = _pairs(last)
+    return values if _has_loss(values) else {}
+
+
+def _bar_values(line: str) -> dict[str, float]:
+    """The values set on a finished tqdm bar, when one of them is a loss."""
+    m = _BAR_DONE.search(line)
+    values = _pairs(m[2]) if m else {}
+    return values if _has_loss(values) else {}
+
+
+def _json_values(line: str) -> dict[str, float]:
+    """The numbers of a line that is one JSON object holding a loss (a loop that prints
+    ``json.dumps(stats)``); {} for any other line."""
+    import json
+
+    if not _JSON_LINE.match(line):
+        return {}
+    try:
+        obj = json.loads(line)
+    except ValueError:
+        return {}
+    values = {
+        str(k): float(v)
+        for k, v in obj.items()
+        if isinstance(v, (int, float)) and not isinstance(v, bool)
+    }
     return values if _has_loss(values) else {}
 
 
@@ -472,9 +525,17 @@ def read_all(path: Path, *, aliases: dict[str, str] | None = None) -> list[Run]:
     current_epoch: int | None = None  # the last "Epoch N/M" line's N
     last_step = 0
     last_line = -1  # the last line that gave a row
+    bars = 0  # finished training bars: one per epoch
     for index, line in enumerate(bare):
         found = len(rows)
-        if m := _KERAS_EPOCH.match(line):
+        if values := _bar_values(line):
+            bars += 1
+            rows.append({"epoch": bars, **values})
+        elif bars and rows and (m := _ONE_PAIR.match(line)):
+            rows[-1][f"eval/{m[1].replace(' ', '_')}"] = float(m[2])
+        elif values := _json_values(line):
+            rows.append(values)
+        elif m := _KERAS_EPOCH.match(line):
             keras_epoch, planned_epochs = int(m[1]), int(m[2])
             current_epoch = keras_epoch
         elif current_epoch is not None and _SPLIT_HEAD.match(line) and (rec := _record(line))[1]:
@@ -488,6 +549,7 @@ def read_all(path: Path, *, aliases: dict[str, str] | None = None) -> list[Run]:
             epoch, total, values = epoch_line
             planned_epochs = total or planned_epochs
             rows.append({"epoch": epoch, **values})
+            current_epoch = epoch  # "Train. ..." / "Val. ..." lines may follow
         elif m := _NANOGPT_EVAL.match(line):
             step = int(m[1])
             rows.append(
@@ -523,7 +585,9 @@ def read_all(path: Path, *, aliases: dict[str, str] | None = None) -> list[Run]:
             "llm.c 'step N/M | loss X', 'epoch N train_loss X val_loss Y', "
             "'Train Loss: X Val Loss: Y' on every line)",
         )
-    if any("epoch" in r for r in rows) and any("step" in r for r in rows):
+    if any("epoch" in r and "step" not in r for r in rows) and any(
+        "step" in r and "epoch" not in r for r in rows
+    ):
         raise MalformedRunError(path, "mixes per-epoch lines with per-step lines")
     run = plain_run(path, rows_table(rows), FORMAT, [], aliases)
     if planned:
