@@ -53,6 +53,30 @@ def test_keras_train_and_validation_writers_are_one_run(tmp_path: Path) -> None:
     assert run.metrics["eval/loss"].values.tolist() == pytest.approx([1.1, 0.9, 0.95])
 
 
+def test_add_scalars_sub_writers_are_one_run_with_their_run(tmp_path: Path) -> None:
+    # SummaryWriter.add_scalars("Loss", {"train": ..., "val": ...}) writes Loss_train/ and
+    # Loss_val/ beside the run's own event file, each holding the tag "Loss" (a real one:
+    # holdout30 tb30b_saint_himalaya_overfit, read as 7 runs at its blind measurement)
+    real = curvediag.load_run(
+        Path(__file__).resolve().parents[1] / "benchmarks/real_runs/tb30b_saint_himalaya_overfit"
+    )
+    assert len(real.metrics["eval/loss"]) == 50
+    assert real.metrics["eval/loss"].values.min() == pytest.approx(0.2076, abs=5e-5)
+    write_event_file(tmp_path / "events.out.tfevents.1.host.0", events("lr", [(0, 0.1)]))
+    for split, values in (("train", [1.0, 0.7, 0.5]), ("val", [1.1, 0.9, 0.95])):
+        (tmp_path / f"Loss_{split}").mkdir()
+        write_event_file(
+            tmp_path / f"Loss_{split}" / "events.out.tfevents.1.host.1",
+            events("Loss", list(enumerate(values))),
+        )
+    run = curvediag.load_run(tmp_path)
+    assert run.metrics["train/loss"].values.tolist() == pytest.approx([1.0, 0.7, 0.5])
+    assert run.metrics["eval/loss"].values.tolist() == pytest.approx([1.1, 0.9, 0.95])
+    # a folder of runs named like that, with no run file above them, stays several runs
+    (tmp_path / "events.out.tfevents.1.host.0").unlink()
+    assert len(load_runs(tmp_path)) == 2
+
+
 def test_several_runs_side_by_side(tmp_path: Path) -> None:
     for name in ("lr1e-3", "lr1e-4"):
         (tmp_path / name).mkdir()

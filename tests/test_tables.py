@@ -1522,3 +1522,71 @@ def test_a_keras_csvlogger_file_with_bare_carriage_returns_is_a_table(tmp_path: 
     (folder / "training.log").write_bytes(real.read_bytes())
     units = list(discover([tmp_path / "runs"]))
     assert [(Path(u.path).name, u.kind) for u in units] == [("training.log", "file")]
+
+
+def test_per_step_lines_with_a_planned_total_are_read(tmp_path: Path) -> None:
+    # "Iteration 100/10000, Loss: 10.2377, Grad Norm: 0.0000" (a real one: holdout30
+    # txt30f_numpy_seq2seq_en_fr_sgd_stopped_3k_of_10k, unread at its blind measurement)
+    (run,) = load_runs(
+        REAL / "txt30f_numpy_seq2seq_en_fr_sgd_stopped_3k_of_10k" / "training_log.txt"
+    )
+    assert run.meta.max_steps == 10000
+    assert run.metrics["train/loss"].steps[:3].tolist() == [0, 100, 200]
+    assert run.metrics["train/loss"].values[1] == pytest.approx(10.2377)
+    log = tmp_path / "train.log"
+    log.write_text(
+        "".join(f"Step {i * 10} | loss {2.0 / (i + 1):.3f} | lr 3e-4\n" for i in range(5))
+    )
+    (plain,) = load_runs(log)
+    assert plain.metrics["train/loss"].steps.tolist() == [0, 10, 20, 30, 40]
+
+
+def test_pytorch_example_progress_lines_are_counted_over_the_epochs(tmp_path: Path) -> None:
+    # "Train Epoch: 0 [65/65 (98%)] Loss: 14.744200: : 65it [00:15,  4.23it/s]" in a W&B
+    # console capture ending in a KeyboardInterrupt (a real one: holdout30
+    # wb30d_cub_proxy_anchor_bninception_killed_ep29_of_40, read from its one-point summary at
+    # its blind measurement)
+    files = next(
+        (REAL / "wb30d_cub_proxy_anchor_bninception_killed_ep29_of_40").glob("wandb/*/files")
+    )
+    (run,) = load_runs(files)
+    loss = run.metrics["train/loss"]
+    assert loss.steps[:3].tolist() == [2, 65, 130]
+    assert loss.values[1] == pytest.approx(14.7442)
+    assert run.meta.error == "KeyboardInterrupt"
+    # pytorch/examples' mnist/main.py: several lines per epoch, one row each
+    log = tmp_path / "mnist.log"
+    log.write_text(
+        "".join(
+            f"Train Epoch: {e} [{b}/60000 ({b * 100 // 60000}%)]\tLoss: {1.0 / (e + b / 6e4):.6f}\n"
+            for e in (1, 2)
+            for b in (0, 30000)
+        )
+    )
+    (mnist,) = load_runs(log)
+    assert mnist.metrics["train/loss"].steps.tolist() == [60000, 90000, 120000, 150000]
+
+
+def test_lines_that_repeat_an_epoch_are_steps_in_order() -> None:
+    # "Epoch 0, Loss: 0.0054, Positive Score: ..." at every step of epoch 0 (a real one:
+    # holdout30 wb30d_rwkv_reward_model_deepspeed_every_step_skipped_flat, read as 2 points at
+    # its blind measurement)
+    files = next(
+        (REAL / "wb30d_rwkv_reward_model_deepspeed_every_step_skipped_flat").glob("wandb/*/files")
+    )
+    (run,) = load_runs(files)
+    assert len(run.metrics["train/loss"]) == 56
+    assert run.metrics["train/loss"].values[:2].tolist() == pytest.approx(
+        [0.00537109375, 0.04541015625]
+    )
+    # an epoch's summary line adds its val loss at the step before it and leaves the step
+    # lines' train loss alone (a real one: tune25
+    # csv25f_concatbert_mmimdb_three_epochs_undertrained)
+    (bert,) = load_runs(REAL / "csv25f_concatbert_mmimdb_three_epochs_undertrained")
+    assert bert.metrics["train/loss"].values[8] == pytest.approx(0.6556)
+    assert bert.metrics["eval/loss"].steps[0] == 9
+    assert bert.metrics["eval/loss"].values[0] == pytest.approx(0.6181)
+    # three model.fit calls on one model, each numbering its epochs from 1: 25 epochs in order
+    (kanji,) = load_runs(REAL / "csv24f_kanji_cnn_keras_three_lr_stages")
+    assert len(kanji.metrics["train/loss"]) == 25
+    assert kanji.metrics["train/loss"].values[10] == pytest.approx(0.1369)

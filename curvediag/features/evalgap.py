@@ -197,6 +197,9 @@ def _eval_trend(v: np.ndarray) -> dict[str, Value]:
         "eval minimum to the end",
         "eval.train_change": "fractional change of the smoothed train loss between the first and "
         "the last evaluation",
+        "eval.train_level_change_after_min": "fractional change of the median train loss over "
+        "the steps after the eval minimum from its median over as many steps before it (robust "
+        "to a train loss logged from single batches); None with fewer than 3 logs on a side",
         "eval.late_drop": "fractional fall of the eval loss over its last evaluations (the last "
         "two gaps; negative when it rose)",
         "eval.falling_streak": "how many of the last evaluations were each below the one before "
@@ -271,6 +274,7 @@ def _eval(ctx: FeatureContext) -> dict[str, Value]:
         **_frozen(s, v),
         "eval.train_change_after_min": None,
         "eval.train_change": None,
+        "eval.train_level_change_after_min": None,
         **_eval_trend(v),
         "eval.falling_streak": _falling_streak(v),
         "eval.fall_last5": float(1.0 - v[-1] / v[-6]) if v.size >= 6 and v[-6] != 0 else None,
@@ -286,7 +290,24 @@ def _eval(ctx: FeatureContext) -> dict[str, Value]:
             out["eval.train_change_after_min"] = float(tr[1] / tr[0] - 1)
         if np.isfinite(tr[2]) and np.isfinite(tr[1]) and tr[2] != 0:
             out["eval.train_change"] = float(tr[1] / tr[2] - 1)
+        out["eval.train_level_change_after_min"] = _level_change(ctx, int(s[i_min]))
     return out
+
+
+def _level_change(ctx: FeatureContext, at: int) -> float | None:
+    """Median train loss after ``at`` against its median over as many steps before it."""
+    steps, values, _ = train_loss(ctx)
+    ok = np.isfinite(values)
+    s, v = steps[ok], values[ok]
+    if not s.size:
+        return None
+    span = int(s[-1]) - at
+    after = v[s > at]
+    before = v[(s <= at) & (s > at - span)]
+    if after.size < 3 or before.size < 3:
+        return None
+    ref = float(np.median(before))
+    return float(np.median(after)) / ref - 1 if ref > 0 else None
 
 
 def _trailing(mask: np.ndarray) -> int:

@@ -92,6 +92,11 @@ def train_loss(ctx: FeatureContext) -> tuple[np.ndarray, np.ndarray, np.ndarray]
         "loss.quarter_spread_z": "highest minus lowest of the mean losses of the 2nd, 3rd and "
         "4th quarters of the logs, in standard errors of a quarter's mean (per-log noise from "
         "first differences); three means of a trendless series stay under 3.3 in 95% of runs",
+        "loss.quarter_shift_z": "mean loss of the last quarter of the logs minus the first "
+        "quarter's, in standard errors of that difference (absolute units, so a loss that "
+        "crosses zero is judged too); None under 12 logs",
+        "loss.first_quarter_mean": "mean loss of the first quarter of the logs",
+        "loss.last_quarter_mean": "mean loss of the last quarter of the logs",
     },
 )
 def _loss(ctx: FeatureContext) -> dict[str, Value]:
@@ -125,6 +130,7 @@ def _loss(ctx: FeatureContext) -> dict[str, Value]:
     else:  # zero or negative losses: relative to the size of the starting loss
         improvement = (head_raw - tail_raw) / abs(head_raw) if head_raw != 0 else 0.0
     quarter_change, quarter_spread_z = _quarter_trend(v)
+    shift_z, first_q, last_q = _quarter_shift(v)
     lost = _progress_lost(v, k_head, k, scale.inverse(float(smooth[i_min_s])))
     early_n = int(min(50, max(3, n // 10), n))
     early = t[:early_n]
@@ -164,6 +170,9 @@ def _loss(ctx: FeatureContext) -> dict[str, Value]:
         "loss.early_window_end": int(s[early_n - 1]),
         "loss.quarter_change": quarter_change,
         "loss.quarter_spread_z": quarter_spread_z,
+        "loss.quarter_shift_z": shift_z,
+        "loss.first_quarter_mean": first_q,
+        "loss.last_quarter_mean": last_q,
     }
 
 
@@ -243,6 +252,20 @@ def _quarter_trend(v: np.ndarray) -> tuple[float | None, float | None]:
     se = max(sigma / np.sqrt(q), 1e-12 * abs(first))
     later = means[1:]
     return (last - first) / abs(first), (max(later) - min(later)) / se
+
+
+def _quarter_shift(v: np.ndarray) -> tuple[float | None, float | None, float | None]:
+    """(last quarter's mean - first quarter's) in standard errors of that difference, and the
+    two means; Nones under 12 logs."""
+    q = v.size // 4
+    if q < 3:
+        return None, None, None
+    first, last = float(np.mean(v[:q])), float(np.mean(v[-q:]))
+    sigma = mad_sigma(np.diff(v)) / np.sqrt(2.0)
+    se = sigma * np.sqrt(2.0 / q)
+    if not se > 0:
+        return None, first, last
+    return (last - first) / se, first, last
 
 
 def _smoothed_drop(smooth: np.ndarray, k: int) -> float:

@@ -8,6 +8,7 @@ and several runs side by side (each becomes its own run). The Trainer's argument
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -68,8 +69,44 @@ def _group(files: list[Path]) -> dict[Path, list[tuple[Path, str]]]:
     return groups
 
 
+def _add_scalars_split(folder: Path, data: _tfevents.EventFileData) -> str | None:
+    """The split of a folder ``SummaryWriter.add_scalars(tag, {split: value})`` wrote:
+    ``<tag>_<split>/`` (``/`` in the tag written as ``_``), its file holding only ``tag``."""
+    if len(data.scalars) != 1:
+        return None
+    prefix = next(iter(data.scalars)).replace("/", "_") + "_"
+    split = folder.name[len(prefix) :]
+    return split if folder.name.startswith(prefix) and split else None
+
+
+def _with_split(data: _tfevents.EventFileData, split: str) -> _tfevents.EventFileData:
+    """The file's scalars under ``<tag><split>`` (``split`` is ``/val``)."""
+    scalars = {tag + split: col for tag, col in data.scalars.items()}
+    return dataclasses.replace(data, scalars=scalars)
+
+
+def _fold_add_scalars(
+    groups: dict[Path, list[tuple[Path, str]]], read: dict[Path, _tfevents.EventFileData]
+) -> None:
+    """Fold the sub-writers of ``add_scalars`` (``Loss_train/``, ``Loss_val/`` beside the run's
+    own event file) into their run, as ``Loss/train`` and ``Loss/val``."""
+    for folder in sorted(groups, key=lambda p: len(p.parts), reverse=True):
+        members = groups[folder]
+        if folder.parent not in groups or any(role for _, role in members):
+            continue
+        for f, _ in members:
+            read.setdefault(f, _tfevents.read_event_file(f, warn=False))
+        splits = {_add_scalars_split(folder, read[f]) for f, _ in members}
+        split = splits.pop() if len(splits) == 1 else None
+        if split is not None:
+            groups[folder.parent] += [(f, "/" + split) for f, _ in groups.pop(folder)]
+
+
 def _read_group(
-    run_dir: Path, members: list[tuple[Path, str]], aliases: dict[str, str] | None
+    run_dir: Path,
+    members: list[tuple[Path, str]],
+    aliases: dict[str, str] | None,
+    cache: dict[Path, _tfevents.EventFileData],
 ) -> Run:
     steps: dict[str, list[np.ndarray]] = defaultdict(list)
     values: dict[str, list[np.ndarray]] = defaultdict(list)
@@ -77,7 +114,15 @@ def _read_group(
     meta = RunMeta()
     warnings: list[str] = []
     texts: dict[str, str] = {}
-    read = [(_tfevents.read_event_file(path, warn=False), role) for path, role in members]
+    read = [
+        (cache.get(path) or _tfevents.read_event_file(path, warn=False), role)
+        for path, role in members
+    ]
+    # an add_scalars sub-writer's tag gets its split: Loss -> Loss/val
+    read = [
+        (_with_split(data, role), "") if role.startswith("/") else (data, role)
+        for data, role in read
+    ]
     # Lightning's <name>_step / <name>_epoch pairs are named over all the files of a role
     tags: dict[str, Counter[str]] = defaultdict(Counter)
     for data, role in read:
@@ -148,7 +193,11 @@ def read_all(path: Path, *, aliases: dict[str, str] | None = None) -> list[Run]:
     files = [path] if path.is_file() else _tfevents.iter_event_files(path)
     if not files:
         raise MalformedRunError(path, "no TensorBoard event files (events.out.tfevents.*) here")
+    groups = _group(files)
+    cache: dict[Path, _tfevents.EventFileData] = {}
+    if path.is_dir():
+        _fold_add_scalars(groups, cache)
     runs = []
-    for run_dir, members in sorted(_group(files).items()):
-        runs.append(_read_group(run_dir if path.is_dir() else path.parent, members, aliases))
+    for run_dir, members in sorted(groups.items()):
+        runs.append(_read_group(run_dir if path.is_dir() else path.parent, members, aliases, cache))
     return runs

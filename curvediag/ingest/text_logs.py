@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -118,6 +119,18 @@ _EXCEPTION = re.compile(
 #: A tqdm bar that reached its total, with the values a loop set on it
 #: (``100%|####| 1541/1541 [02:19<00:00, 11.08it/s, rpn_loss=0.24, total_loss=1.06]``).
 _BAR_DONE = re.compile(r"100%\|[^|]*\|\s*(\d+)/\1 \[[^\],]*,\s*[^\],]*(?:it/s|s/it),\s*([^\]]*)\]")
+#: PyTorch's examples (mnist/main.py and the loops copied from it): ``Train Epoch: 1
+#: [640/60000 (1%)]\tLoss: 0.4123`` (a tqdm description may follow: ``Loss: 0.41: : 65it``).
+_EXAMPLE_LINE = re.compile(
+    r"^Train Epoch:\s*(\d+)\s*\[\s*(\d+)\s*/\s*(\d+)\s*\(\s*\d+%\)\]\s*(.*)$"
+)
+_TQDM_TAIL = re.compile(r":?\s*:\s*\d+it\b.*$")
+#: A loop's one line per logging step: ``Iteration 100/10000, Loss: 10.2377, Grad Norm: 0.0``,
+#: ``Step 20 | loss 1.23 | lr 3e-4`` (the total after the slash is the planned number of steps).
+_STEP_LINE = re.compile(
+    r"^(?:iteration|iter|step|batch)\s*[:\[(]?\s*(\d+)\s*(?:/\s*(\d+))?\s*[\])]?\s*[:,|-]*\s+(.*\S)\s*$",
+    re.IGNORECASE,
+)
 #: A line that is one JSON object (``{"epoch": 0, "step": 5, "loss": 156.04, "time": 6}``).
 _JSON_LINE = re.compile(r"^\{\s*\"[^{}]*\}$")
 #: A whole line of one ``name = value`` after a finished bar (``Mean Average Precision =
@@ -178,6 +191,8 @@ def sniff(path: Path) -> bool:
         or _ONMT_STEP.match(line)
         or _bar_values(line)
         or _json_values(line)
+        or _example_values(line)
+        or _step_values(line)
     )
     return hits >= _MIN_MATCHES
 
@@ -271,6 +286,49 @@ def _bar_values(line: str) -> dict[str, float]:
     m = _BAR_DONE.search(line)
     values = _pairs(m[2]) if m else {}
     return values if _has_loss(values) else {}
+
+
+def _example_values(line: str) -> tuple[int, int, dict[str, float]] | None:
+    """A PyTorch-example progress line: (epoch, items done in it, items per epoch, values)."""
+    m = _EXAMPLE_LINE.match(line)
+    if m is None:
+        return None
+    values = _pairs(_TQDM_TAIL.sub("", m[4]))
+    if not _has_loss(values):
+        return None
+    return int(m[1]) * int(m[3]) + int(m[2]), int(m[3]), values
+
+
+def _step_values(line: str) -> tuple[int, int | None, dict[str, float]] | None:
+    """A per-step line: (step, planned steps or None, values), when a name holds "loss"."""
+    m = _STEP_LINE.match(line)
+    if m is None:
+        return None
+    values = _pairs(m[3])
+    return (int(m[1]), int(m[2]) if m[2] else None, values) if _has_loss(values) else None
+
+
+def _count_lines_within_epochs(rows: list[dict[str, Any]]) -> bool:
+    """Per-epoch rows of which one kind repeats an epoch (``Epoch 0, Loss: 0.0054`` at every
+    step of epoch 0): number that kind's lines 1, 2, ... as steps, the other rows sharing the
+    step of the line before them, and keep the epoch. True when it did so."""
+    if not rows or any("epoch" not in r or "step" in r for r in rows):
+        return False
+    kinds = Counter((r["epoch"], frozenset(r)) for r in rows)
+    (_, repeated), count = kinds.most_common(1)[0]
+    if count < _MIN_MATCHES:
+        return False
+    step = 0
+    for r in rows:
+        if frozenset(r) == repeated:
+            step += 1
+        else:
+            # an epoch's summary line ("Epoch 1 | Train Loss 0.678 | Valid Loss 0.618") adds
+            # what the step lines lack; their own names keep the steps' values
+            for k in repeated - {"epoch"}:
+                r.pop(k, None)
+        r["step"] = max(step, 1)
+    return True
 
 
 def _json_values(line: str) -> dict[str, float]:
@@ -526,9 +584,17 @@ def read_all(path: Path, *, aliases: dict[str, str] | None = None) -> list[Run]:
     last_step = 0
     last_line = -1  # the last line that gave a row
     bars = 0  # finished training bars: one per epoch
+    notes: set[str] = set()
     for index, line in enumerate(bare):
         found = len(rows)
-        if values := _bar_values(line):
+        if example := _example_values(line):
+            step, per_epoch, values = example
+            rows.append({"step": step, **values})
+            notes.add(
+                f"steps are the items of the progress lines ({per_epoch} per epoch), counted "
+                "over the epochs"
+            )
+        elif values := _bar_values(line):
             bars += 1
             rows.append({"epoch": bars, **values})
         elif bars and rows and (m := _ONE_PAIR.match(line)):
@@ -574,10 +640,16 @@ def read_all(path: Path, *, aliases: dict[str, str] | None = None) -> list[Run]:
             rows.append(row)
         elif m := _LLMC_VAL.match(line):
             rows.append({"step": last_step, "eval/loss": float(m[1])})
+        elif step_line := _step_values(line):
+            last_step, total, values = step_line
+            planned = total or planned
+            rows.append({"step": last_step, **values})
         if len(rows) > found:
             last_line = index
     if not rows:
         rows, last_line = _records(bare)
+    if _count_lines_within_epochs(rows):
+        notes.add("several lines per epoch: each is a step, numbered in order from 1")
     if not rows:
         raise MalformedRunError(
             path,
@@ -589,7 +661,7 @@ def read_all(path: Path, *, aliases: dict[str, str] | None = None) -> list[Run]:
         "step" in r and "epoch" not in r for r in rows
     ):
         raise MalformedRunError(path, "mixes per-epoch lines with per-step lines")
-    run = plain_run(path, rows_table(rows), FORMAT, [], aliases)
+    run = plain_run(path, rows_table(rows), FORMAT, sorted(notes), aliases)
     if planned:
         run.meta.max_steps = planned
     if planned_epochs:
