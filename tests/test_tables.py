@@ -1590,3 +1590,39 @@ def test_lines_that_repeat_an_epoch_are_steps_in_order() -> None:
     (kanji,) = load_runs(REAL / "csv24f_kanji_cnn_keras_three_lr_stages")
     assert len(kanji.metrics["train/loss"]) == 25
     assert kanji.metrics["train/loss"].values[10] == pytest.approx(0.1369)
+
+
+def test_epoch_lines_behind_a_pipe_separated_logger_prefix() -> None:
+    # "2026-03-03 15:36:27,151 | INFO | Epoch 01 | train_loss=0.5906 ... | val_loss=0.4896"
+    # among HTTP request lines (a real one: holdout31 txt31f_imdb_bilstm_10ep_healthy, "not a
+    # recognised training log" at its blind measurement)
+    (run,) = load_runs(REAL / "txt31f_imdb_bilstm_10ep_healthy" / "train.log")
+    assert len(run.metrics["train/loss"]) == 10
+    assert run.metrics["eval/loss"].values[0] == pytest.approx(0.4896)
+
+
+def test_bracketed_epochs_and_a_validation_line_of_its_own() -> None:
+    # "2018-01-28 21:46:54,057 INFO    : Epoch [0]/[4] \t Training Phase Loss: 0.0226 \t
+    # Accuracy: 0.9048", then "... Validation Phase Loss: 0.0048 \t Accuracy: 0.9825" (a real
+    # one: holdout31 txt31f_catsdogs_resnet18_pretrained_5ep, unread at its blind measurement):
+    # the validation line's accuracy is the validation's
+    (run,) = load_runs(REAL / "txt31f_catsdogs_resnet18_pretrained_5ep" / "resnet_pretrained.log")
+    assert run.meta.num_train_epochs == 4
+    assert run.metrics["eval/loss"].values[0] == pytest.approx(0.00484619816126)
+    assert run.metrics["eval/Accuracy"].values[0] == pytest.approx(0.9825)
+    assert run.metrics["train/Accuracy"].values[0] == pytest.approx(0.9039)
+
+
+def test_a_validation_line_with_values_in_parentheses() -> None:
+    # "Training loss: 0.145" then "[0] Validation: Top1 (0.327), ..., Mean Loss (0.1284)" (a
+    # real one: holdout31 wb31d_timesformer_gdino_action_overfit_killed_ep11_of_20, its val
+    # loss unread at its blind measurement)
+    files = next(
+        (REAL / "wb31d_timesformer_gdino_action_overfit_killed_ep11_of_20").glob(
+            "scripts/wandb/*/files"
+        )
+    )
+    (run,) = load_runs(files)
+    assert run.metrics["eval/loss"].steps[:2].tolist() == [1, 2]
+    assert run.metrics["eval/loss"].values[0] == pytest.approx(0.1284134172580459)
+    assert run.metrics["eval/Top1"].values[1] == pytest.approx(0.41818181818181815)

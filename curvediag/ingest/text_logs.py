@@ -81,7 +81,7 @@ _LLMC_STEP = re.compile(
 _LLMC_VAL = re.compile(rf"^val loss {_NUM}\s*$", re.IGNORECASE)
 _EPOCH_LINE = re.compile(
     r"^(?:(?P<split>train|training|val|valid|validation|test|eval)\s+|\[(?P<tag>[^\]]{1,40})\]\s*)?"
-    r"epoch\s*[:\[(]?\s*(?P<epoch>\d+)\s*(?:/\s*(?P<total>\d+))?\s*[\])]?\s*[:,|-]*\s+"
+    r"epoch\s*[:\[(]?\s*(?P<epoch>\d+)\s*\]?\s*(?:/\s*\[?\s*(?P<total>\d+))?\s*[\])]?\s*[:,|-]*\s+"
     r"(?P<rest>.*\S)\s*$",
     re.IGNORECASE,
 )
@@ -100,6 +100,7 @@ _END = r"(?=%?(?:[\s,|;)]|$))"
 #: ``name: value`` / ``name = value`` (a name of one or more words), or ``name value``.
 _PAIR = re.compile(
     rf"({_WORD}(?: {_WORD})*)\s*[:=]\s*{_NUM}{_END}|({_WORD}(?: {_WORD})*)\s+{_NUM}{_END}"
+    rf"|({_WORD}(?: {_WORD})*)\s*\(\s*{_NUM}\s*\)"  # "Mean Loss (0.1284)"
 )
 #: Hugging Face Trainer's console print of a log entry (``ProgressCallback`` writes
 #: ``str(logs)``), anywhere on a line (a progress bar may precede it).
@@ -108,7 +109,7 @@ _HF_PAIR = re.compile(rf"'([A-Za-z_][\w/.-]*)': '?{_NUM}'?(?=[,}}])")
 #: The head of a split's line of metrics: ``- Train metrics:``, ``Eval metrics -``.
 _SPLIT_HEAD = re.compile(
     r"^-?\s*(train|training|eval|evaluation|val|valid|validation|test)"
-    r"(?:\s+metrics?\s*[:-]|\.)\s*",
+    r"(?:\s+metrics?\s*[:-]|\.|:)\s*",
     re.IGNORECASE,
 )
 #: A Python traceback and the line naming the exception that ended it.
@@ -144,7 +145,7 @@ _BAR_START = re.compile(r"\| 0/(\d+) \[00:00<\?, \?it/s\]")
 _LOG_PREFIX = re.compile(
     r"^(?:\[[^\]]{0,80}\]\s*"
     r"|(?:\d{4}-)?\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?"
-    r"(?:(?:\s+-\s+\S+)*?\s*[-:]\s*(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\s*[-:]*\s*"
+    r"(?:(?:\s+-\s+\S+)*?\s*[-:|]?\s*(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\s*[-:|]*\s*"
     r"(?:[\w.]+ - )?|\s*-?\s*)"
     r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.]*:)"
 )
@@ -206,7 +207,7 @@ def _pairs(text: str) -> dict[str, float]:
     """The ``name value`` pairs of a printed line, first value of each name kept."""
     out: dict[str, float] = {}
     for m in _PAIR.finditer(text):
-        name, value = (m[1], m[2]) if m[1] is not None else (m[3], m[4])
+        name, value = next((m[i], m[i + 1]) for i in (1, 3, 5) if m[i] is not None)
         out.setdefault(name.replace(" ", "_"), float(value))
     return out
 
@@ -226,6 +227,11 @@ def _epoch_pairs(line: str) -> tuple[int, int | None, dict[str, float]] | None:
         if not _has_loss(values):
             return None
     split = m["split"] or m["tag"] or ""
+    losses = [k for k in values if "loss" in k.lower()]
+    if not split and all(_HELD_OUT_WORD.search(k) for k in losses):
+        # "Epoch [0]/[4]  Validation Phase Loss: 0.0048  Accuracy: 0.98": the line is the
+        # held-out set's, its accuracy too
+        split = "val"
     if _HELD_OUT_WORD.search(split):
         # "Val Epoch 3: loss 0.61", "[Diff-Val(Test-Normal)] Epoch 001: loss = 0.0072": the
         # held-out set's values, unless their own names say otherwise
