@@ -13,8 +13,8 @@ with two baselines run on the same series:
   at least 0.1%), Overfit ((mean eval - mean train) / mean train > 0.1) and ExplodingTensor
   (any NaN/Inf in a logged value).
 
-Scores, per label category and overall, for each split (``tune`` to ``tune30``: runs the rules
-may be tuned on; ``holdout31``: runs collected later and never tuned on), the tunable and held-out
+Scores, per label category and overall, for each split (``tune`` to ``tune31``: runs the rules
+may be tuned on; ``holdout32``: runs collected later and never tuned on), the tunable and held-out
 halves, and all of them:
 recall (expected problems found), precision (claimed problems that the label supports) and the
 share of healthy runs given a warning or worse. Writes ``benchmarks/results/real_accuracy.md``.
@@ -587,9 +587,10 @@ def main(argv: list[str] | None = None) -> int:
         "twelfth session, measured blind at 2343771 and tunable since; `tune29`: `holdout29`, 22 "
         "runs collected the same way in the thirteenth session, measured blind at 39638b1 and "
         "tunable since; `tune30`: `holdout30`, 24 runs collected the same way later in the "
-        "thirteenth session, measured blind at b72bc63 and tunable since; `holdout31`: 24 runs "
-        "collected the same way later still, never tuned on (see LABELLING.md for every blind "
-        "measurement).",
+        "thirteenth session, measured blind at b72bc63 and tunable since; `tune31`: `holdout31`, "
+        "24 runs collected the same way later still, measured blind at 5966047 and tunable "
+        "since; `holdout32`: 24 runs collected the same way, never tuned on (see LABELLING.md "
+        "for every blind measurement).",
         "",
         "Recall: labelled problems found (a finding of the label's category or a synonym). "
         "Precision: findings whose category the label supports (`expected` or `acceptable`; "
