@@ -1626,3 +1626,31 @@ def test_a_validation_line_with_values_in_parentheses() -> None:
     assert run.metrics["eval/loss"].steps[:2].tolist() == [1, 2]
     assert run.metrics["eval/loss"].values[0] == pytest.approx(0.1284134172580459)
     assert run.metrics["eval/Top1"].values[1] == pytest.approx(0.41818181818181815)
+
+
+def test_record_lines_that_carry_their_own_step() -> None:
+    # "epoch=1 step=200 train_loss=0.3574 val_loss=0.3097", then "epoch_end=1 train_loss=...
+    # val_loss=..." summaries (a real one: holdout32
+    # txt32f_roberta_safety_classifier_3ep_epoch_staircase, read as restarts at its blind
+    # measurement): the lines' own steps, the summaries adding only what the steps lack
+    (run,) = load_runs(REAL / "txt32f_roberta_safety_classifier_3ep_epoch_staircase")
+    loss = run.metrics["train/loss"]
+    assert loss.steps[:3].tolist() == [200, 400, 600]
+    assert len(loss) == 22
+    assert not any("resumed" in w for w in run.warnings)
+
+
+def test_a_lightning_ctrl_c_and_a_nan_final_value_in_the_summary() -> None:
+    # a W&B files folder whose console has Lightning's "Detected KeyboardInterrupt, attempting
+    # graceful shutdown..." and whose summary's final validation loss is NaN (a real one:
+    # holdout32 wb32d_tfformer_synthetic_mse_flat_val_nan_killed_ep4_of_20)
+    files = next(
+        (REAL / "wb32d_tfformer_synthetic_mse_flat_val_nan_killed_ep4_of_20").glob(
+            "model/wandb/*/files"
+        )
+    )
+    (run,) = load_runs(files)
+    assert run.meta.error == "KeyboardInterrupt"
+    ev = run.metrics["eval/loss"]
+    assert ev.steps.tolist() == [run.metrics["train/loss"].steps[-1]]
+    assert math.isnan(ev.values[0])

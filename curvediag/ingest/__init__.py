@@ -22,7 +22,7 @@ from curvediag.errors import (
 )
 from curvediag.ingest._progress import listen as reading_progress
 from curvediag.ingest.base import Aliases, Reader, readers
-from curvediag.model import Run
+from curvediag.model import Run, Series
 
 __all__ = [
     "FORMATS",
@@ -222,6 +222,14 @@ def _with_console_curves(folder: Path, summary: Run, aliases: Aliases) -> Run:
         f"curves read from the console output {console[0].name}; "
         "wandb-summary.json gives the settings and final values"
     )
+    # a final value that is NaN or inf (a val loss that blew up after the console's last
+    # print) must not vanish with the summary's other values: it is kept at the last step
+    last = merged.last_step
+    for name, series in summary.metrics.items():
+        bad = not np.isfinite(series.values).all()
+        if bad and name not in merged.metrics and last is not None:
+            merged.metrics[name] = Series(name=name, steps=[last], values=series.values[-1:])
+            merged.warnings.append(f"the summary's final {name} is {series.values[-1]}")
     return merged
 
 

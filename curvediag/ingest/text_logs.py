@@ -112,6 +112,8 @@ _SPLIT_HEAD = re.compile(
     r"(?:\s+metrics?\s*[:-]|\.|:)\s*",
     re.IGNORECASE,
 )
+#: PyTorch Lightning's note when Ctrl-C (or a scheduler's SIGINT) stops fit().
+_GRACEFUL_STOP = re.compile(r"Detected KeyboardInterrupt, attempting graceful shutdown")
 #: A Python traceback and the line naming the exception that ended it.
 _TRACEBACK = re.compile(r"Traceback \(most recent call last\):")
 _EXCEPTION = re.compile(
@@ -268,12 +270,31 @@ def _records(lines: list[str]) -> tuple[list[dict[str, Any]], int]:
         return [], -1
     split = any(held_out for _, held_out, _ in found) and not all(h for _, h, _ in found)
     rows: list[dict[str, Any]] = []
+    counter = next(
+        (k for k in _COUNTERS if sum(k in v for _, _, v in found) * 2 > len(found)), None
+    )
+    if counter is not None:
+        # "epoch=1 step=200 train_loss=0.36 val_loss=0.31": the lines number themselves; a line
+        # without the counter (an epoch's summary) adds only what the counted lines lack
+        counted = {k for _, _, v in found if counter in v for k in v}
+        step = 0
+        for _, _, values in found:
+            if counter in values:
+                step = int(values[counter])
+                rows.append({**values, "step": step})
+            else:
+                rows.append({"step": step, **{k: v for k, v in values.items() if k not in counted}})
+        return rows, found[-1][0]
     step = 0
     for _, held_out, values in found:
         if not (split and held_out) or step == 0:
             step += 1
         rows.append({"step": step, **values})
     return rows, found[-1][0]
+
+
+#: Names of a step counter a record line may carry (``step=200``), most specific first.
+_COUNTERS = ("global_step", "step", "iteration", "iter")
 
 
 def _has_loss(values: dict[str, float]) -> bool:
@@ -429,6 +450,13 @@ def _crash_note(run: Run, text: str, start: int, tail: int, end: int) -> None:
     is not finished. (stderr and stdout interleave: the traceback may start before the last
     lines printed.)"""
     if _TRACEBACK.search(text, start, end) is None:
+        # Lightning catches Ctrl-C and says so instead of printing a traceback
+        if _GRACEFUL_STOP.search(text, tail, end) is not None:
+            run.meta.error = "KeyboardInterrupt"
+            run.meta.finished = False
+            run.warnings.append(
+                "the console output says the run was interrupted (KeyboardInterrupt) and shut down"
+            )
         return
     exc = None
     for exc in _EXCEPTION.finditer(text, tail, end):  # noqa: B007 - the last one is kept
