@@ -13,8 +13,8 @@ with two baselines run on the same series:
   at least 0.1%), Overfit ((mean eval - mean train) / mean train > 0.1) and ExplodingTensor
   (any NaN/Inf in a logged value).
 
-Scores, per label category and overall, for each split (``tune`` to ``tune31``: runs the rules
-may be tuned on; ``holdout32``: runs collected later and never tuned on), the tunable and held-out
+Scores, per label category and overall, for each split (``tune`` to ``tune32``: runs the rules
+may be tuned on; ``holdout33``: runs collected later and never tuned on), the tunable and held-out
 halves, and all of them:
 recall (expected problems found), precision (claimed problems that the label supports) and the
 share of healthy runs given a warning or worse. Writes ``benchmarks/results/real_accuracy.md``.
@@ -589,8 +589,10 @@ def main(argv: list[str] | None = None) -> int:
         "tunable since; `tune30`: `holdout30`, 24 runs collected the same way later in the "
         "thirteenth session, measured blind at b72bc63 and tunable since; `tune31`: `holdout31`, "
         "24 runs collected the same way later still, measured blind at 5966047 and tunable "
-        "since; `holdout32`: 24 runs collected the same way, never tuned on (see LABELLING.md "
-        "for every blind measurement).",
+        "since; `tune32`: `holdout32`, 24 runs collected the same way, measured blind at "
+        "c5c5eaf and tunable since; `holdout33`: 24 runs collected the same way at the end of "
+        "the thirteenth session, never tuned on (see LABELLING.md for every blind "
+        "measurement).",
         "",
         "Recall: labelled problems found (a finding of the label's category or a synonym). "
         "Precision: findings whose category the label supports (`expected` or `acceptable`; "
