@@ -1654,3 +1654,17 @@ def test_a_lightning_ctrl_c_and_a_nan_final_value_in_the_summary() -> None:
     ev = run.metrics["eval/loss"]
     assert ev.steps.tolist() == [run.metrics["train/loss"].steps[-1]]
     assert math.isnan(ev.values[0])
+
+
+def test_a_clock_time_logger_prefix_with_pipes_and_a_logger_name() -> None:
+    # "19:14:11 | INFO     | src.training.trainer | Epoch 1/100 | train_loss=0.2968 | ..." in
+    # a W&B folder's console, ending in a KeyboardInterrupt (a real one: holdout33
+    # wb33d_face_triplet_resnet100_interrupted, read from its one-point summary at its blind
+    # measurement)
+    folder = REAL / "wb33d_face_triplet_resnet100_interrupted" / "wandb/ROUND_2/TripletLoss"
+    (run,) = load_runs(folder)
+    assert run.format == "text-log+wandb-summary"
+    assert run.meta.num_train_epochs == 100
+    assert len(run.metrics["eval/loss"]) == 16
+    assert run.metrics["train/loss"].values[0] == pytest.approx(0.2968)
+    assert run.meta.error == "KeyboardInterrupt"

@@ -146,9 +146,9 @@ _BAR_START = re.compile(r"\| 0/(\d+) \[00:00<\?, \?it/s\]")
 #: ``INFO:root:``, or a bare timestamp.
 _LOG_PREFIX = re.compile(
     r"^(?:\[[^\]]{0,80}\]\s*"
-    r"|(?:\d{4}-)?\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?"
+    r"|(?:(?:\d{4}-)?\d\d-\d\d[ T])?\d\d:\d\d:\d\d(?:[.,]\d+)?"
     r"(?:(?:\s+-\s+\S+)*?\s*[-:|]?\s*(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\s*[-:|]*\s*"
-    r"(?:[\w.]+ - )?|\s*-?\s*)"
+    r"(?:[\w.]+ [-|] )?|\s*-?\s*)"
     r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.]*:)"
 )
 _ONMT_STEP = re.compile(r"^Step (\d+)(?:\s*/\s*(\d+))?;\s*(.*)$")
