@@ -1668,3 +1668,13 @@ def test_a_clock_time_logger_prefix_with_pipes_and_a_logger_name() -> None:
     assert len(run.metrics["eval/loss"]) == 16
     assert run.metrics["train/loss"].values[0] == pytest.approx(0.2968)
     assert run.meta.error == "KeyboardInterrupt"
+
+
+def test_a_split_named_at_the_head_of_a_segment_names_the_values_after_it() -> None:
+    # "Epoch 2/10 | Train Loss: 0.4233 Acc: 0.8603 | Val Loss: 0.4147 Acc: 0.8488" (a real
+    # one: holdout33 wb33d_mesonet_deepfake_majority_class, whose val accuracy was dropped as a
+    # second "Acc" at its blind measurement)
+    files = next((REAL / "wb33d_mesonet_deepfake_majority_class").glob("wandb/*/files"))
+    (run,) = load_runs(files)
+    assert run.metrics["eval/Acc"].values.tolist() == pytest.approx([0.8488] * 7)
+    assert run.metrics["train/Acc"].values[1] == pytest.approx(0.8603)

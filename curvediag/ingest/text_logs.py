@@ -214,13 +214,34 @@ def _pairs(text: str) -> dict[str, float]:
     return out
 
 
+def _segment_pairs(text: str) -> dict[str, float]:
+    """The pairs of a line cut into ``|`` segments, where a segment that starts with a split's
+    name lends it to the names after it: ``Train Loss: 0.43 Acc: 0.86 | Val Loss: 0.41 Acc:
+    0.85`` gives Train_Loss, Train_Acc, Val_Loss and Val_Acc."""
+    segments = re.split(r"\s\|\s", text)
+    if len(segments) == 1:
+        return _pairs(text)
+    out: dict[str, float] = {}
+    for segment in segments:
+        values = _pairs(segment)
+        head = _SEGMENT_SPLIT.match(next(iter(values), ""))
+        for k, v in values.items():
+            name = f"{head[1]}_{k}" if head and not _SPLIT_WORD.search(k) else k
+            out.setdefault(name, v)
+    return out
+
+
+#: A name that starts with a split's name (``Val_Loss``, ``train_acc``).
+_SEGMENT_SPLIT = re.compile(r"(train|training|val|valid|validation|test|eval)_", re.IGNORECASE)
+
+
 def _epoch_pairs(line: str) -> tuple[int, int | None, dict[str, float]] | None:
     """A one-line-per-epoch print: (epoch, planned epochs or None, its values), when at least
     one name holds "loss"."""
     m = _EPOCH_LINE.match(line)
     if m is None:
         return None
-    values = _pairs(m["rest"])
+    values = _segment_pairs(m["rest"])
     if not _has_loss(values):
         # the value before its name: "Epoch 3 @ 10:27 PM : 0.9816 C.E. Loss, 94.28% Accuracy"
         values = {
