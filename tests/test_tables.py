@@ -1678,3 +1678,29 @@ def test_a_split_named_at_the_head_of_a_segment_names_the_values_after_it() -> N
     (run,) = load_runs(files)
     assert run.metrics["eval/Acc"].values.tolist() == pytest.approx([0.8488] * 7)
     assert run.metrics["train/Acc"].values[1] == pytest.approx(0.8603)
+
+
+def test_bracketed_epoch_lines_whose_split_holds_across_segments() -> None:
+    # "17:46:38 [Epoch: 01] Train acc: 0.0821 | loss: 2.6612" and "[Epoch: 05] Valid acc: 0.2988
+    # | loss: 2.0462" (a real one: holdout34 txt34f_shrec2017_gesture_cnn_50ep_still_improving,
+    # "not a recognised training log" at its blind measurement): the loss after "Valid acc" is
+    # the validation's
+    (run,) = load_runs(REAL / "txt34f_shrec2017_gesture_cnn_50ep_still_improving" / "train_log.txt")
+    assert len(run.metrics["train/loss"]) == 50
+    assert run.metrics["train/loss"].values[4] == pytest.approx(2.2274)
+    assert run.metrics["eval/loss"].values[0] == pytest.approx(2.0462)
+
+
+def test_a_bracketed_timestamp_then_a_dash_before_an_epoch_line() -> None:
+    # "[2022-10-28 07:02:01] - Epoch 1 - avg_train_loss: 2.6038  avg_val_loss: 2.5394  time:
+    # 272s" in a W&B console (a real one: holdout34
+    # wb34d_deberta_ellipse_amp_nan_grads_frozen_loss_killed_ep14_of_20, read from its summary at
+    # its blind measurement)
+    files = next(
+        (REAL / "wb34d_deberta_ellipse_amp_nan_grads_frozen_loss_killed_ep14_of_20").glob(
+            "**/files"
+        )
+    )
+    (run,) = load_runs(files)
+    assert len(run.metrics["train/loss"]) == 13
+    assert run.metrics["eval/loss"].values[0] == pytest.approx(2.5394)

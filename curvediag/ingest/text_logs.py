@@ -81,7 +81,7 @@ _LLMC_STEP = re.compile(
 _LLMC_VAL = re.compile(rf"^val loss {_NUM}\s*$", re.IGNORECASE)
 _EPOCH_LINE = re.compile(
     r"^(?:(?P<split>train|training|val|valid|validation|test|eval)\s+|\[(?P<tag>[^\]]{1,40})\]\s*)?"
-    r"epoch\s*[:\[(]?\s*(?P<epoch>\d+)\s*\]?\s*(?:/\s*\[?\s*(?P<total>\d+))?\s*[\])]?\s*[:,|-]*\s+"
+    r"\[?epoch\s*[:\[(]?\s*(?P<epoch>\d+)\s*\]?\s*(?:/\s*\[?\s*(?P<total>\d+))?\s*[\])]?\s*[:,|-]*\s+"
     r"(?P<rest>.*\S)\s*$",
     re.IGNORECASE,
 )
@@ -145,7 +145,7 @@ _BAR_START = re.compile(r"\| 0/(\d+) \[00:00<\?, \?it/s\]")
 #: and many others), Python logging's ``2025-06-04 17:36:55,374 - [name - ]INFO - `` and
 #: ``INFO:root:``, or a bare timestamp.
 _LOG_PREFIX = re.compile(
-    r"^(?:\[[^\]]{0,80}\]\s*"
+    r"^(?:\[[^\]]{0,80}\]\s*(?:-\s+)?"
     r"|(?:(?:\d{4}-)?\d\d-\d\d[ T])?\d\d:\d\d:\d\d(?:[.,]\d+)?"
     r"(?:(?:\s+-\s+\S+)*?\s*[-:|]?\s*(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\s*[-:|]*\s*"
     r"(?:[\w.]+ [-|] )?|\s*-?\s*)"
@@ -222,11 +222,13 @@ def _segment_pairs(text: str) -> dict[str, float]:
     if len(segments) == 1:
         return _pairs(text)
     out: dict[str, float] = {}
+    split: str | None = None  # a split named at a segment's head holds until another is
     for segment in segments:
         values = _pairs(segment)
-        head = _SEGMENT_SPLIT.match(next(iter(values), ""))
+        if head := _SEGMENT_SPLIT.match(next(iter(values), "")):
+            split = head[1]
         for k, v in values.items():
-            name = f"{head[1]}_{k}" if head and not _SPLIT_WORD.search(k) else k
+            name = f"{split}_{k}" if split and not _SPLIT_WORD.search(k) else k
             out.setdefault(name, v)
     return out
 
