@@ -646,6 +646,12 @@ def test_a_loss_log_without_a_step_column_is_numbered_by_row(tmp_path: Path) -> 
 REAL = Path(__file__).resolve().parents[1] / "benchmarks" / "real_runs"
 
 
+def _wandb_files(run_id: str) -> Path:
+    """The one W&B ``files/`` folder of a benchmark run, wherever its repository put it."""
+    (files,) = (REAL / run_id).glob("**/wandb/*/files")
+    return files
+
+
 @pytest.mark.parametrize(
     ("run_id", "train", "evals"),
     [
@@ -1546,9 +1552,7 @@ def test_pytorch_example_progress_lines_are_counted_over_the_epochs(tmp_path: Pa
     # console capture ending in a KeyboardInterrupt (a real one: holdout30
     # wb30d_cub_proxy_anchor_bninception_killed_ep29_of_40, read from its one-point summary at
     # its blind measurement)
-    files = next(
-        (REAL / "wb30d_cub_proxy_anchor_bninception_killed_ep29_of_40").glob("wandb/*/files")
-    )
+    files = _wandb_files("wb30d_cub_proxy_anchor_bninception_killed_ep29_of_40")
     (run,) = load_runs(files)
     loss = run.metrics["train/loss"]
     assert loss.steps[:3].tolist() == [2, 65, 130]
@@ -1571,9 +1575,7 @@ def test_lines_that_repeat_an_epoch_are_steps_in_order() -> None:
     # "Epoch 0, Loss: 0.0054, Positive Score: ..." at every step of epoch 0 (a real one:
     # holdout30 wb30d_rwkv_reward_model_deepspeed_every_step_skipped_flat, read as 2 points at
     # its blind measurement)
-    files = next(
-        (REAL / "wb30d_rwkv_reward_model_deepspeed_every_step_skipped_flat").glob("wandb/*/files")
-    )
+    files = _wandb_files("wb30d_rwkv_reward_model_deepspeed_every_step_skipped_flat")
     (run,) = load_runs(files)
     assert len(run.metrics["train/loss"]) == 56
     assert run.metrics["train/loss"].values[:2].tolist() == pytest.approx(
@@ -1617,11 +1619,7 @@ def test_a_validation_line_with_values_in_parentheses() -> None:
     # "Training loss: 0.145" then "[0] Validation: Top1 (0.327), ..., Mean Loss (0.1284)" (a
     # real one: holdout31 wb31d_timesformer_gdino_action_overfit_killed_ep11_of_20, its val
     # loss unread at its blind measurement)
-    files = next(
-        (REAL / "wb31d_timesformer_gdino_action_overfit_killed_ep11_of_20").glob(
-            "scripts/wandb/*/files"
-        )
-    )
+    files = _wandb_files("wb31d_timesformer_gdino_action_overfit_killed_ep11_of_20")
     (run,) = load_runs(files)
     assert run.metrics["eval/loss"].steps[:2].tolist() == [1, 2]
     assert run.metrics["eval/loss"].values[0] == pytest.approx(0.1284134172580459)
@@ -1644,11 +1642,7 @@ def test_a_lightning_ctrl_c_and_a_nan_final_value_in_the_summary() -> None:
     # a W&B files folder whose console has Lightning's "Detected KeyboardInterrupt, attempting
     # graceful shutdown..." and whose summary's final validation loss is NaN (a real one:
     # holdout32 wb32d_tfformer_synthetic_mse_flat_val_nan_killed_ep4_of_20)
-    files = next(
-        (REAL / "wb32d_tfformer_synthetic_mse_flat_val_nan_killed_ep4_of_20").glob(
-            "model/wandb/*/files"
-        )
-    )
+    files = _wandb_files("wb32d_tfformer_synthetic_mse_flat_val_nan_killed_ep4_of_20")
     (run,) = load_runs(files)
     assert run.meta.error == "KeyboardInterrupt"
     ev = run.metrics["eval/loss"]
@@ -1674,7 +1668,7 @@ def test_a_split_named_at_the_head_of_a_segment_names_the_values_after_it() -> N
     # "Epoch 2/10 | Train Loss: 0.4233 Acc: 0.8603 | Val Loss: 0.4147 Acc: 0.8488" (a real
     # one: holdout33 wb33d_mesonet_deepfake_majority_class, whose val accuracy was dropped as a
     # second "Acc" at its blind measurement)
-    files = next((REAL / "wb33d_mesonet_deepfake_majority_class").glob("wandb/*/files"))
+    files = _wandb_files("wb33d_mesonet_deepfake_majority_class")
     (run,) = load_runs(files)
     assert run.metrics["eval/Acc"].values.tolist() == pytest.approx([0.8488] * 7)
     assert run.metrics["train/Acc"].values[1] == pytest.approx(0.8603)
@@ -1696,11 +1690,7 @@ def test_a_bracketed_timestamp_then_a_dash_before_an_epoch_line() -> None:
     # 272s" in a W&B console (a real one: holdout34
     # wb34d_deberta_ellipse_amp_nan_grads_frozen_loss_killed_ep14_of_20, read from its summary at
     # its blind measurement)
-    files = next(
-        (REAL / "wb34d_deberta_ellipse_amp_nan_grads_frozen_loss_killed_ep14_of_20").glob(
-            "**/files"
-        )
-    )
+    files = _wandb_files("wb34d_deberta_ellipse_amp_nan_grads_frozen_loss_killed_ep14_of_20")
     (run,) = load_runs(files)
     assert len(run.metrics["train/loss"]) == 13
     assert run.metrics["eval/loss"].values[0] == pytest.approx(2.5394)

@@ -129,8 +129,7 @@ def _loss(ctx: FeatureContext) -> dict[str, Value]:
         improvement = -scale.ratio(tail_t - head_t)
     else:  # zero or negative losses: relative to the size of the starting loss
         improvement = (head_raw - tail_raw) / abs(head_raw) if head_raw != 0 else 0.0
-    quarter_change, quarter_spread_z = _quarter_trend(v)
-    shift_z, first_q, last_q = _quarter_shift(v)
+    quarter_change, quarter_spread_z, shift_z, first_q, last_q = _quarter_trend(v)
     lost = _progress_lost(v, k_head, k, scale.inverse(float(smooth[i_min_s])))
     early_n = int(min(50, max(3, n // 10), n))
     early = t[:early_n]
@@ -237,35 +236,27 @@ def _late_drop_z(
     return float(drop / max(noise * np.sqrt(2.0 / n_late), 1e-3 if scale.log else 1e-12))
 
 
-def _quarter_trend(v: np.ndarray) -> tuple[float | None, float | None]:
-    """The signed relative change from the first quarter's mean loss to the last quarter's,
-    and the spread of the later three quarters' means in standard errors of a quarter's mean
-    (per-log noise from first differences, robust); (None, None) under 12 logs."""
+def _quarter_trend(
+    v: np.ndarray,
+) -> tuple[float | None, float | None, float | None, float | None, float | None]:
+    """Per quarter of the logs: the signed relative change from the first quarter's mean loss to
+    the last quarter's; the spread of the later three quarters' means in standard errors of a
+    quarter's mean; the last minus the first quarter's mean in standard errors of that
+    difference (absolute, so a loss crossing zero is judged too); the first and last quarters'
+    means. Per-log noise from first differences, robust. Nones under 12 logs."""
     q = v.size // 4
     if q < 3:
-        return None, None
+        return None, None, None, None, None
     means = [float(np.mean(part)) for part in (v[:q], v[q : 2 * q], v[-2 * q : -q], v[-q:])]
     first, last = means[0], means[-1]
-    if first == 0:
-        return None, None
     sigma = mad_sigma(np.diff(v)) / np.sqrt(2.0)
+    shift_se = sigma * np.sqrt(2.0 / q)
+    shift_z = (last - first) / shift_se if shift_se > 0 else None
+    if first == 0:
+        return None, None, shift_z, first, last
     se = max(sigma / np.sqrt(q), 1e-12 * abs(first))
     later = means[1:]
-    return (last - first) / abs(first), (max(later) - min(later)) / se
-
-
-def _quarter_shift(v: np.ndarray) -> tuple[float | None, float | None, float | None]:
-    """(last quarter's mean - first quarter's) in standard errors of that difference, and the
-    two means; Nones under 12 logs."""
-    q = v.size // 4
-    if q < 3:
-        return None, None, None
-    first, last = float(np.mean(v[:q])), float(np.mean(v[-q:]))
-    sigma = mad_sigma(np.diff(v)) / np.sqrt(2.0)
-    se = sigma * np.sqrt(2.0 / q)
-    if not se > 0:
-        return None, first, last
-    return (last - first) / se, first, last
+    return (last - first) / abs(first), (max(later) - min(later)) / se, shift_z, first, last
 
 
 def _smoothed_drop(smooth: np.ndarray, k: int) -> float:

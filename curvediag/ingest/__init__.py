@@ -189,12 +189,13 @@ def _nested_runs(folder: Path, aliases: Aliases) -> list[Run]:
     """A project folder with no log at its top: Lightning ``CSVLogger`` logs a few levels down,
     else what the sub-folders hold (a W&B run synced without its binary log,
     ``wandb/run-*/files/`` with its summary and console; a CSV under ``tmp/exports/``)."""
-    lightning = _lightning_logs(folder)
+    subs = _sub_folders(folder)
+    lightning = _lightning_logs(folder, subs)
     if lightning:
         return [r for log in lightning for r in _call(log, "lightning-csv", aliases)]
     mods = _modules()
     runs: list[Run] = []
-    for here in _sub_folders(folder):
+    for here in subs:
         if mods["wandb-summary"].sniff(here):
             runs += _load_log_files(here, aliases)  # the summary with its console's curves
             continue
@@ -238,12 +239,11 @@ def _files(folder: Path) -> list[Path]:
     return sorted(f for f in folder.iterdir() if f.is_file() and not f.name.startswith("."))
 
 
-#: How deep under a project folder Lightning's CSVLogger runs are looked for
-#: (``lightning_logs/version_3/metrics.csv`` is 2 deep; ``logs/<name>/version_0/`` is 3).
-_LIGHTNING_DEPTH = 4
-#: Sub-folders never walked into for them.
+#: How deep under a project folder logs are looked for (Lightning's
+#: ``lightning_logs/version_3/metrics.csv`` is 2 deep; ``logs/<name>/version_0/`` is 3).
+_NESTED_DEPTH = 4
+#: Installed packages: never walked into.
 _PACKAGE_DIRS = frozenset({"node_modules", "__pycache__", "site-packages"})
-_SKIP_DIRS = _PACKAGE_DIRS | {"wandb"}
 
 
 def _sub_folders(folder: Path) -> list[Path]:
@@ -256,7 +256,7 @@ def _sub_folders(folder: Path) -> list[Path]:
         if depth:
             found.append(path)
         run = "wandb-summary.json" in files or (path / "files" / "wandb-summary.json").is_file()
-        keep = depth < _LIGHTNING_DEPTH and not (depth and run)
+        keep = depth < _NESTED_DEPTH and not (depth and run)
         dirs[:] = (
             sorted(d for d in dirs if not d.startswith(".") and d not in _PACKAGE_DIRS)
             if keep
@@ -265,21 +265,17 @@ def _sub_folders(folder: Path) -> list[Path]:
     return found
 
 
-def _lightning_logs(folder: Path) -> list[Path]:
+def _lightning_logs(folder: Path, subs: list[Path]) -> list[Path]:
     """Lightning ``CSVLogger`` logs (``**/version_N/metrics.csv``, or any ``metrics.csv`` that
-    reads as one) in the sub-folders of a project folder, at most a few levels down."""
-    found: list[Path] = []
+    reads as one) in ``subs``, the sub-folders of a project folder, outside W&B's folders."""
     sniff = _modules()["lightning-csv"].sniff
-    for here, dirs, files in os.walk(folder):
-        depth = len(Path(here).relative_to(folder).parts)
-        dirs[:] = (
-            sorted(d for d in dirs if not d.startswith(".") and d not in _SKIP_DIRS)
-            if depth < _LIGHTNING_DEPTH
-            else []
-        )
-        if depth and "metrics.csv" in files and sniff(Path(here) / "metrics.csv"):
-            found.append(Path(here) / "metrics.csv")
-    return found
+    return [
+        p / "metrics.csv"
+        for p in subs
+        if "wandb" not in p.relative_to(folder).parts
+        and (p / "metrics.csv").is_file()
+        and sniff(p / "metrics.csv")
+    ]
 
 
 def load_run(

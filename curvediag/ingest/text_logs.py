@@ -53,6 +53,7 @@ free-form print log is not guessed at.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections import Counter
@@ -69,6 +70,9 @@ __all__ = ["FORMAT", "READER", "read_all", "sniff"]
 
 FORMAT = "text-log"
 
+#: The words that name a data split in printed names: the training set's and a held-out set's.
+_TRAIN_SPLIT = "train|training"
+_HELD_OUT_SPLIT = "val|valid|validation|test|eval"
 _NUM = r"([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|-?inf))"
 _NANOGPT_EVAL = re.compile(rf"^step (\d+): train loss {_NUM}, val loss {_NUM}\s*$", re.IGNORECASE)
 _NANOGPT_ITER = re.compile(rf"^iter (\d+): loss {_NUM}(?:, time {_NUM}ms)?", re.IGNORECASE)
@@ -80,19 +84,17 @@ _LLMC_STEP = re.compile(
 )
 _LLMC_VAL = re.compile(rf"^val loss {_NUM}\s*$", re.IGNORECASE)
 _EPOCH_LINE = re.compile(
-    r"^(?:(?P<split>train|training|val|valid|validation|test|eval)\s+|\[(?P<tag>[^\]]{1,40})\]\s*)?"
+    rf"^(?:(?P<split>{_TRAIN_SPLIT}|{_HELD_OUT_SPLIT})\s+|\[(?P<tag>[^\]]{{1,40}})\]\s*)?"
     r"\[?epoch\s*[:\[(]?\s*(?P<epoch>\d+)\s*\]?\s*(?:/\s*\[?\s*(?P<total>\d+))?\s*[\])]?\s*[:,|-]*\s+"
     r"(?P<rest>.*\S)\s*$",
     re.IGNORECASE,
 )
 #: A name's word that says which split it is (``val_loss``, ``train acc``, ``Test Loss``).
 _SPLIT_WORD = re.compile(
-    r"(?:^|[^a-z])(?:train|training|val|valid|validation|test|eval|dev)(?:[^a-z]|$)", re.IGNORECASE
+    rf"(?:^|[^a-z])(?:{_TRAIN_SPLIT}|{_HELD_OUT_SPLIT}|dev)(?:[^a-z]|$)", re.IGNORECASE
 )
 #: ... and the words of a held-out split.
-_HELD_OUT_WORD = re.compile(
-    r"(?:^|[^a-z])(?:val|valid|validation|test|eval|dev)(?:[^a-z]|$)", re.IGNORECASE
-)
+_HELD_OUT_WORD = re.compile(rf"(?:^|[^a-z])(?:{_HELD_OUT_SPLIT}|dev)(?:[^a-z]|$)", re.IGNORECASE)
 _KERAS_EPOCH = re.compile(r"^epoch (\d+)/(\d+)\s*$", re.IGNORECASE)
 _KERAS_PROGRESS = re.compile(rf"\] - .*\bloss: {_NUM}")
 _WORD = r"[A-Za-z_][\w./-]*"
@@ -108,7 +110,7 @@ _HF_LOG = re.compile(r"\{'(?:loss|eval_[\w/.-]+|train_runtime)': [^{}]*\}")
 _HF_PAIR = re.compile(rf"'([A-Za-z_][\w/.-]*)': '?{_NUM}'?(?=[,}}])")
 #: The head of a split's line of metrics: ``- Train metrics:``, ``Eval metrics -``.
 _SPLIT_HEAD = re.compile(
-    r"^-?\s*(train|training|eval|evaluation|val|valid|validation|test)"
+    rf"^-?\s*({_TRAIN_SPLIT}|evaluation|{_HELD_OUT_SPLIT})"
     r"(?:\s+metrics?\s*[:-]|\.|:)\s*",
     re.IGNORECASE,
 )
@@ -234,7 +236,7 @@ def _segment_pairs(text: str) -> dict[str, float]:
 
 
 #: A name that starts with a split's name (``Val_Loss``, ``train_acc``).
-_SEGMENT_SPLIT = re.compile(r"(train|training|val|valid|validation|test|eval)_", re.IGNORECASE)
+_SEGMENT_SPLIT = re.compile(rf"({_TRAIN_SPLIT}|{_HELD_OUT_SPLIT})_", re.IGNORECASE)
 
 
 def _epoch_pairs(line: str) -> tuple[int, int | None, dict[str, float]] | None:
@@ -306,7 +308,7 @@ def _records(lines: list[str]) -> tuple[list[dict[str, Any]], int]:
                 step = int(values[counter])
                 rows.append({**values, "step": step})
             else:
-                rows.append({"step": step, **{k: v for k, v in values.items() if k not in counted}})
+                rows.append({"step": step, **_lacking(values, counted)})
         return rows, found[-1][0]
     step = 0
     for _, held_out, values in found:
@@ -375,17 +377,21 @@ def _count_lines_within_epochs(rows: list[dict[str, Any]]) -> bool:
         else:
             # an epoch's summary line ("Epoch 1 | Train Loss 0.678 | Valid Loss 0.618") adds
             # what the step lines lack; their own names keep the steps' values
-            for k in repeated - {"epoch"}:
-                r.pop(k, None)
+            kept = _lacking(r, repeated - {"epoch"})
+            r.clear()
+            r.update(kept)
         r["step"] = max(step, 1)
     return True
+
+
+def _lacking(values: dict[str, Any], known: set[str] | frozenset[str]) -> dict[str, Any]:
+    """The values whose names the step lines do not carry."""
+    return {k: v for k, v in values.items() if k not in known}
 
 
 def _json_values(line: str) -> dict[str, float]:
     """The numbers of a line that is one JSON object holding a loss (a loop that prints
     ``json.dumps(stats)``); {} for any other line."""
-    import json
-
     if not _JSON_LINE.match(line):
         return {}
     try:
