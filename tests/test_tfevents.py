@@ -573,3 +573,18 @@ def test_a_real_lightning_event_file_keeps_its_epoch_means_apart() -> None:
     assert run.metrics["train/loss"].values.size == 438
     assert run.metrics["train/loss_epoch"].values[0] == pytest.approx(0.5415, abs=1e-4)
     assert "loss-spike" not in curvediag.diagnose(run).finding_ids
+
+
+def test_a_yolo_event_file_takes_its_planned_epochs_from_opt_yaml() -> None:
+    # YOLOv5/v7 write their train.py options to opt.yaml beside the event file. Two real runs
+    # (benchmarks/real_runs): a YOLOv7 run that logged 20 of the 30 epochs in its opt.yaml, and
+    # one that logged all 25 of its 25
+    import curvediag
+
+    real = ROOT / "benchmarks/real_runs"
+    cut = curvediag.load_run(real / "tb20c_yolov7_visual_pollution_20of30ep/exp4")
+    assert cut.meta.num_train_epochs == 30.0
+    assert "run-ended-early" in curvediag.diagnose(cut).finding_ids
+    done = curvediag.load_run(real / "tb20c_yolov7_drone_25ep/yolov7-custom")
+    assert done.meta.num_train_epochs == 25.0
+    assert "run-ended-early" not in curvediag.diagnose(done).finding_ids

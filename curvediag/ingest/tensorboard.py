@@ -21,6 +21,7 @@ from curvediag.ingest.layouts import is_event_file
 from curvediag.ingest.trainer_args import (
     apply_lightning_hparams,
     apply_trainer_config,
+    apply_ultralytics_args,
     parse_args_text,
 )
 from curvediag.model import Run, RunMeta
@@ -154,6 +155,8 @@ def _read_group(
     if args:
         apply_trainer_config(meta, parse_args_text(args))
     apply_lightning_hparams(meta, run_dir, warnings)
+    # YOLOv5 / YOLOv7 keep their options (epochs planned) in opt.yaml beside the event file
+    apply_ultralytics_args(meta, run_dir, warnings)
     if meta.summary:
         meta.finished = True
     metrics = {}

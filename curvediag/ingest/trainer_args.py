@@ -88,8 +88,17 @@ def apply_lightning_hparams(meta: RunMeta, folder: Path, warnings: list[str]) ->
 
 def apply_ultralytics_args(meta: RunMeta, folder: Path, warnings: list[str]) -> int | None:
     """Fill ``meta`` from the ``args.yaml`` Ultralytics (YOLO) writes beside ``results.csv``
-    (``epochs`` is the plan) and return its early-stopping ``patience`` in epochs, or None."""
-    data = _read_yaml(folder / "args.yaml", warnings)
+    (``epochs`` is the plan) and return its early-stopping ``patience`` in epochs, or None.
+
+    YOLOv5 and YOLOv7 name the same file ``opt.yaml`` (their ``train.py`` options, beside
+    ``results.csv`` / ``results.txt`` and the TensorBoard event file); it is read when there is
+    no ``args.yaml``.
+    """
+    data = None
+    for name in ("args.yaml", "opt.yaml"):
+        data = _read_yaml(folder / name, warnings)
+        if isinstance(data, dict):
+            break
     if not isinstance(data, dict):
         return None
     epochs = _as_int(data.get("epochs"), 1)
