@@ -247,8 +247,22 @@ def choose_primary_eval(run: Run) -> None:
 
 #: Names of a data split that can follow a loss's name (``.../loss/eval``).
 _SPLITS = frozenset({"train", "training", "eval", "val", "valid", "validation", "test", "dev"})
-#: Words in a name that make a loss an evaluation's.
-_EVAL_WORDS = ("val", "test", "eval", "dev")
+#: A word of a name that makes a loss an evaluation's: a split's name, alone (``val_loss``,
+#: ``Loss/test``, ``ValLoss``) or run into what follows it (``valloss``, ``testset_loss``). A
+#: word that merely contains one is not: ``value_loss`` (an RL critic's), ``retrieval_loss``,
+#: ``device_loss``, ``latest_loss`` are train losses.
+_EVAL_WORD = re.compile(
+    r"(?:val|vali|valid|validate|validation|validating|test|testing|eval|evaluate|evaluation|dev)"
+    r"(?:set|data|dataset)?(?:loss)?"
+)
+
+
+def _names_eval(name: str) -> bool:
+    """Whether a metric's name (without its namespace) says it is an evaluation's."""
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name.split("/", 1)[-1])
+    return any(_EVAL_WORD.fullmatch(w) for w in re.split(r"[^a-z]+", spaced.lower()))
+
+
 #: Leaf names that are a loss although they do not say so (an MSE trained directly).
 _LOSS_LEAVES = ("mse", "nll", "cross_entropy", "xent", "bce")
 #: Leaf names of the total a loss of several named terms adds up to, when no name says "loss"
@@ -320,7 +334,7 @@ def infer_loss_series(run: Run) -> None:
                     continue
             elif leaf.split("_")[-1] not in loss_words and leaf not in loss_words:
                 continue
-            if k.startswith("eval/") or any(w in _unscoped(k) for w in _EVAL_WORDS):
+            if k.startswith("eval/") or _names_eval(k):
                 eval_c.append(k)
             else:
                 train_c.append(k)

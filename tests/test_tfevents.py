@@ -588,3 +588,41 @@ def test_a_yolo_event_file_takes_its_planned_epochs_from_opt_yaml() -> None:
     done = curvediag.load_run(real / "tb20c_yolov7_drone_25ep/yolov7-custom")
     assert done.meta.num_train_epochs == 25.0
     assert "run-ended-early" not in curvediag.diagnose(done).finding_ids
+
+
+@pytest.mark.parametrize(
+    ("name", "held_out"),
+    [
+        ("train/val_loss", True),
+        ("train/Loss/val", True),
+        ("train/ValLoss", True),
+        ("train/valloss", True),
+        ("train/Validate_Loss", True),
+        ("train/vali_loss", True),
+        ("train/testset_loss", True),
+        ("train/VAL_LOSS", True),
+        ("train/value_loss", False),
+        ("train/losses/value_loss", False),
+        ("train/retrieval_loss", False),
+        ("train/device_loss", False),
+        ("train/latest_loss", False),
+    ],
+)
+def test_a_loss_is_an_evaluations_only_when_a_word_of_its_name_says_so(
+    name: str, held_out: bool
+) -> None:
+    from curvediag.normalize import _names_eval
+
+    assert _names_eval(name) is held_out
+
+
+def test_an_rl_critics_value_loss_is_not_read_as_an_eval_loss() -> None:
+    # a real Stable-Baselines3 PPO log (benchmarks/real_runs/tb35b_highway_ppo_20k_reward_rising):
+    # "val" inside train/value_loss made the critic's loss, which grows with the returns, the
+    # run's eval loss, and "eval loss rising" fired on a healthy run
+    import curvediag
+
+    run = curvediag.load_run(ROOT / "benchmarks/real_runs/tb35b_highway_ppo_20k_reward_rising")
+    assert "train/value_loss" in run.metrics
+    assert "eval/loss" not in run.metrics
+    assert "eval-loss-rising" not in curvediag.diagnose(run).finding_ids
