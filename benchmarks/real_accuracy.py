@@ -108,6 +108,10 @@ RULE_CATEGORY: dict[str, str | None] = {
     "eval-score-falls-after-best": "overfitting",
     "eval-score-at-chance": "not-learning",
     "rl-reward-no-signal": "not-learning",
+    # reinforcement-learning runs, judged by their episode return
+    "rl-return-not-improving": "not-learning",
+    "rl-return-still-rising": "still-improving",
+    "rl-return-falling": "divergence",
     "overfitting-mild": "overfitting",
     "eval-score-never-improves": "not-learning",
     "exploding-gradients": "grad-explosion",

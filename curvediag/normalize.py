@@ -463,4 +463,79 @@ def finish_run(
         infer_loss_series(run)
         infer_lr_series(run)
     choose_primary_eval(run)
+    set_rl_loss_aside(run)
     return run
+
+
+#: Where reinforcement-learning libraries log the mean episode return (the name without its
+#: namespace): Stable-Baselines3's ``rollout/ep_rew_mean``, CleanRL's ``charts/episodic_return``,
+#: and the plain names of hand-written loops. A bare ``reward`` is not among them: TRL's GRPO
+#: logs one beside a loss it does minimise.
+RL_RETURN_NAMES = (
+    "rollout/ep_rew_mean",
+    "charts/episodic_return",
+    "episode_reward",
+    "episodic_return",
+    "episode_return",
+    "ep_rew_mean",
+)
+#: The loss terms of an actor-critic or value-based learner (SB3, CleanRL, RLlib, DQN loops).
+_RL_LOSS_TERMS = frozenset(
+    {
+        "policy_gradient_loss",
+        "policy_loss",
+        "value_loss",
+        "vf_loss",
+        "pg_loss",
+        "actor_loss",
+        "critic_loss",
+        "q_loss",
+        "qf_loss",
+        "td_loss",
+    }
+)
+#: Where an RL run's loss is kept once set aside.
+RL_LOSS = "train/rl_loss"
+
+
+def rl_return_series(run: Run) -> str | None:
+    """The series that holds an RL run's mean episode return (see :data:`RL_RETURN_NAMES`)."""
+    for want in RL_RETURN_NAMES:
+        for name in run.metrics:
+            low = name.lower()
+            if low.split("/", 1)[-1] == want or low.endswith("/" + want):
+                return name
+    return None
+
+
+def is_rl_loss(name: str) -> bool:
+    """Whether a series is an RL learner's loss: the loss set aside (:data:`RL_LOSS`) or one of
+    an actor-critic's or a value learner's loss terms."""
+    return name == RL_LOSS or name.lower().rsplit("/", 1)[-1] in _RL_LOSS_TERMS
+
+
+def is_rl_run(run: Run) -> bool:
+    """Whether ``run`` is a reinforcement-learning run: it logs an episode return and a loss
+    (or an actor-critic's loss terms). A return alone is not enough: such a log has nothing
+    of the learner to judge."""
+    if rl_return_series(run) is None:
+        return False
+    return "train/loss" in run.metrics or any(is_rl_loss(k) for k in run.metrics)
+
+
+def set_rl_loss_aside(run: Run) -> None:
+    """An RL learner's loss is not an objective that falls as the policy improves: PPO's value
+    term grows with the returns it predicts, a DQN's TD loss with its Q-values. In an RL run
+    (:func:`is_rl_run`) ``train/loss`` moves to :data:`RL_LOSS`, out of the loss rules' way, and
+    the episode return is what is judged."""
+    if not is_rl_run(run) or RL_LOSS in run.metrics:
+        return
+    ret = rl_return_series(run)
+    loss = "its loss terms are"
+    if "train/loss" in run.metrics:
+        run.metrics[RL_LOSS] = run.metrics.pop("train/loss").model_copy(update={"name": RL_LOSS})
+        loss = f"its loss (kept as {RL_LOSS}) is"
+    run.warnings.append(
+        f"a reinforcement-learning run: it is judged by its episode return ({ret}); {loss} "
+        "not expected to fall as the policy improves"
+    )

@@ -626,3 +626,24 @@ def test_an_rl_critics_value_loss_is_not_read_as_an_eval_loss() -> None:
     assert "train/value_loss" in run.metrics
     assert "eval/loss" not in run.metrics
     assert "eval-loss-rising" not in curvediag.diagnose(run).finding_ids
+
+
+def test_an_rl_run_is_judged_by_its_return_not_its_loss(tmp_path: Path) -> None:
+    # real Stable-Baselines3 PPO logs (benchmarks/real_runs): PPO's loss grows with the returns
+    # its critic predicts, and loss-diverging called a healthy run (return 8.3 -> 26.6)
+    # critical; a run whose return decays (-181 -> -452) was called healthy
+    import curvediag
+    from curvediag.report.plots import available_plots
+
+    real = ROOT / "benchmarks/real_runs"
+    healthy = curvediag.load_run(real / "tb35b_highway_ppo_20k_reward_rising")
+    assert "train/loss" not in healthy.metrics and "train/rl_loss" in healthy.metrics
+    assert any("reinforcement-learning run" in w for w in healthy.warnings)
+    d = curvediag.diagnose(healthy)
+    assert d.verdict == "healthy" and not d.findings
+    decaying = curvediag.diagnose(real / "tb34b_pendulum_acmpc_ppo_reward_decay")
+    assert decaying.finding_ids == ["rl-return-falling"]
+    assert available_plots(decaying)[0] == "return"
+    # a GRPO run's reward is not an episode return: its loss stays the loss
+    grpo = curvediag.load_run(real / "ts_gemma3_grpo")
+    assert "train/loss" in grpo.metrics and "train/rl_loss" not in grpo.metrics

@@ -6,6 +6,7 @@ from curvediag.features import evalgap as _evalgap  # noqa: F401
 from curvediag.features import loss as _loss  # noqa: F401
 from curvediag.features import lr_config as _lr_config  # noqa: F401
 from curvediag.features import metrics as _metrics  # noqa: F401
+from curvediag.features import rl as _rl  # noqa: F401
 from curvediag.features import run as _run  # noqa: F401
 from curvediag.features import shape as _shape  # noqa: F401
 from curvediag.features import system as _system  # noqa: F401

@@ -337,6 +337,7 @@ def _plots(ctx: ReportContext, images: Mapping[str, str]) -> list[str]:
     captions = plot_captions(ctx)
     out = ["## Plots", ""]
     titles = {
+        "return": "Episode return",
         "loss": "Loss",
         "learning_rate": "Learning rate",
         "grad_norm": "Gradient norm",

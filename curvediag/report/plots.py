@@ -147,6 +147,8 @@ def available_plots(d: Diagnosis | ReportContext) -> list[str]:
     """Names of the plots this run has data for, in report order (no matplotlib needed)."""
     ctx = _ctx(d)
     out = []
+    if _rl_return(ctx) is not None:
+        out.append("return")
     if ctx.run.get("train/loss") is not None or ctx.run.get("eval/loss") is not None:
         out.append("loss")
     if ctx.run.get("train/learning_rate") is not None:
@@ -181,7 +183,13 @@ def plot_captions(d: Diagnosis | ReportContext) -> dict[str, str]:
     ctx = _ctx(d)
     caps: dict[str, str] = {}
     for name in available_plots(ctx):
-        if name == "loss":
+        if name == "return":
+            ret = _rl_return(ctx)
+            caps[name] = (
+                f"Mean episode return ({ret.name if ret else ''}): what a reinforcement-"
+                "learning run is judged by (its loss is not expected to fall)."
+            )
+        elif name == "loss":
             cap = "Train loss (points: logged values; line: rolling median) and eval loss"
             best = ctx.number("eval.min")
             if best is not None:
@@ -206,14 +214,15 @@ def plot_captions(d: Diagnosis | ReportContext) -> dict[str, str]:
 def plot_figures(
     d: Diagnosis | ReportContext, events: list[Event] | None = None
 ) -> dict[str, Figure]:
-    """The report's figures by name (``loss``, ``learning_rate``, ``grad_norm``,
-    ``throughput``, ``memory``), each annotated with the timeline events."""
+    """The report's figures by name (``return`` for an RL run, ``loss``, ``learning_rate``,
+    ``grad_norm``, ``throughput``, ``memory``), each annotated with the timeline events."""
     from curvediag.report.timeline import build_timeline
 
     ctx = _ctx(d)
     evs = build_timeline(ctx) if events is None else events
     mpl = _mpl()
     builders: dict[str, Callable[[Axes, ReportContext], str]] = {
+        "return": _return,
         "loss": _loss,
         "learning_rate": _lr,
         "grad_norm": _grad,
@@ -471,6 +480,25 @@ def _throughput(ax: Axes, ctx: ReportContext) -> str:
     ax.set_ylabel(unit)
     ax.set_ylim(bottom=0)
     return f"{ctx.run.name}: throughput"
+
+
+def _rl_return(ctx: ReportContext) -> Series | None:
+    """A reinforcement-learning run's episode return (None for other runs)."""
+    from curvediag.normalize import is_rl_run, rl_return_series
+
+    if not is_rl_run(ctx.run):
+        return None
+    s = ctx.run.get(rl_return_series(ctx.run) or "")
+    return s if s is not None and int(np.isfinite(s.values).sum()) >= 2 else None
+
+
+def _return(ax: Axes, ctx: ReportContext) -> str:
+    s = _rl_return(ctx)
+    assert s is not None
+    ok = np.isfinite(s.values)
+    ax.plot(*thin(s.steps[ok], s.values[ok]), ".-", color="C2", label=s.name)
+    ax.set_ylabel("mean episode return")
+    return f"{ctx.run.name}: episode return"
 
 
 def _memory(ax: Axes, ctx: ReportContext) -> str:

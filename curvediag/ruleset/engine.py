@@ -14,6 +14,7 @@ import numpy as np
 from curvediag.errors import OutOfMemoryError
 from curvediag.features import FeatureSet, FeatureSettings, Unavailable
 from curvediag.model import Diagnosis, Finding, Run, Severity, SkippedRule
+from curvediag.normalize import is_rl_loss, is_rl_run, rl_return_series
 from curvediag.ruleset.conditions import evaluate
 from curvediag.ruleset.loader import SAFE_FORMAT_SPEC, RuleSet
 from curvediag.ruleset.schema import Rule
@@ -266,6 +267,14 @@ def inconclusive_reason(run: Run, min_points: int) -> str | None:
     data).
     """
     series = run.get("train/loss")
+    if (series is None or len(series) == 0) and is_rl_run(run):
+        # a reinforcement-learning run is judged by its episode return, not its loss; the
+        # learner's own logs (its loss, or its loss terms) must be long enough too
+        learner = [run.metrics[k] for k in run.metrics if is_rl_loss(k)]
+        series = min(
+            [s for s in (run.get(rl_return_series(run) or ""), *learner) if s is not None],
+            key=len,
+        )
     if series is None or len(series) == 0:
         evals = run.get("eval/loss")
         if evals is None or len(evals) == 0:
