@@ -1694,3 +1694,26 @@ def test_a_bracketed_timestamp_then_a_dash_before_an_epoch_line() -> None:
     (run,) = load_runs(files)
     assert len(run.metrics["train/loss"]) == 13
     assert run.metrics["eval/loss"].values[0] == pytest.approx(2.5394)
+
+
+def test_bracketed_name_value_fields_after_an_epoch_count_are_read(tmp_path: Path) -> None:
+    # "[epoch:1/1200] [loss:0.2329...] [lr:0.009304] [Time:[...]]": a BYOL console log (a real
+    # one: holdout37 txt37f_byol_resnet50_cifar10_loss_near_zero_killed_10of1200, unread at its
+    # blind measurement). The leading bracket was taken for a logger's prefix and the values,
+    # closed by "]", were not read
+    (run,) = load_runs(REAL / "txt37f_byol_resnet50_cifar10_loss_near_zero_killed_10of1200")
+    loss = run.metrics["train/loss"]
+    assert len(loss) == 10
+    assert loss.values[0] == pytest.approx(0.23298378779053688)
+    assert run.metrics["train/learning_rate"].values[0] == pytest.approx(0.009304)
+    assert run.meta.num_train_epochs == 1200
+    # a logger's bracketed prefix is still set aside
+    log = tmp_path / "train.log"
+    log.write_text(
+        "".join(
+            f"[2024-05-08 04:0{i}:17,722 INFO] Epoch {i}: loss: {1.0 / i:.3f}\n"
+            for i in (1, 2, 3, 4)
+        )
+    )
+    (plain,) = load_runs(log)
+    assert plain.metrics["train/loss"].values.tolist() == pytest.approx([1.0, 0.5, 0.333, 0.25])

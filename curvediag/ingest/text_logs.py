@@ -98,7 +98,7 @@ _HELD_OUT_WORD = re.compile(rf"(?:^|[^a-z])(?:{_HELD_OUT_SPLIT}|dev)(?:[^a-z]|$)
 _KERAS_EPOCH = re.compile(r"^epoch (\d+)/(\d+)\s*$", re.IGNORECASE)
 _KERAS_PROGRESS = re.compile(rf"\] - .*\bloss: {_NUM}")
 _WORD = r"[A-Za-z_][\w./-]*"
-_END = r"(?=%?(?:[\s,|;)]|$))"
+_END = r"(?=%?(?:[\s,|;)\]]|$))"
 #: ``name: value`` / ``name = value`` (a name of one or more words), or ``name value``.
 _PAIR = re.compile(
     rf"({_WORD}(?: {_WORD})*)\s*[:=]\s*{_NUM}{_END}|({_WORD}(?: {_WORD})*)\s+{_NUM}{_END}"
@@ -145,9 +145,10 @@ _ONE_PAIR = re.compile(rf"^({_WORD}(?: {_WORD})*)\s*[:=]\s*{_NUM}%?$")
 _BAR_START = re.compile(r"\| 0/(\d+) \[00:00<\?, \?it/s\]")
 #: A logger's prefix before the printed text: ``[2024-05-08 04:06:17,722 INFO] `` (OpenNMT-py
 #: and many others), Python logging's ``2025-06-04 17:36:55,374 - [name - ]INFO - `` and
-#: ``INFO:root:``, or a bare timestamp.
+#: ``INFO:root:``, or a bare timestamp. A bracket that opens with an epoch count
+#: (``[epoch:1/1200] [loss:0.23]``) is the record itself, not a prefix.
 _LOG_PREFIX = re.compile(
-    r"^(?:\[[^\]]{0,80}\]\s*(?:-\s+)?"
+    r"^(?:\[(?!\s*epoch\s*[:\d])[^\]]{0,80}\]\s*(?:-\s+)?"
     r"|(?:(?:\d{4}-)?\d\d-\d\d[ T])?\d\d:\d\d:\d\d(?:[.,]\d+)?"
     r"(?:(?:\s+-\s+\S+)*?\s*[-:|]?\s*(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\s*[-:|]*\s*"
     r"(?:[\w.]+ [-|] )?|\s*-?\s*)"
