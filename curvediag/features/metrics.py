@@ -248,9 +248,9 @@ def pick_score_metric(run: Run) -> str | None:
     return candidates[0] if candidates else None
 
 
-def _error_reduction(st: dict[str, Value]) -> float | None:
+def _error_reduction(st: dict[str, Value], name: str) -> float | None:
     """How much of the way from its first value to a perfect score a bounded score went."""
-    perfect, first, gain = _perfect(st), st["first"], st["gain"]
+    perfect, first, gain = _perfect(st, name), st["first"], st["gain"]
     if perfect is None or not isinstance(first, float) or not isinstance(gain, float):
         return None
     room = abs(perfect - first)
@@ -269,16 +269,25 @@ def _num_classes(run: Run) -> int | None:
     return None
 
 
-def _perfect(st: dict[str, Value]) -> float | None:
+#: Lower-is-better errors of a regression or a density: their 0 is out of reach (the noise in
+#: the targets stays), so they are judged by their relative change, not by how far they went
+#: toward 0. Error *rates* (WER, CER, a classifier's error) keep 0 as their perfect value.
+_UNBOUNDED_ERRORS = frozenset(
+    {"mse", "mae", "rmse", "mape", "smape", "nll", "bpb", "bpc", "perplexity", "ppl"}
+)
+
+
+def _perfect(st: dict[str, Value], name: str) -> float | None:
     """The perfect value of a bounded score: 1 or 100 for a higher-is-better score in [0, 1] or
-    [0, 100], 0 for a non-negative lower-is-better one (error rates); None otherwise."""
+    [0, 100], 0 for a non-negative lower-is-better error rate; None otherwise (a regression's
+    MAE or RMSE included)."""
     lo, hi = st["min"], st["max"]
     if not isinstance(lo, float) or not isinstance(hi, float) or lo < 0:
         return None
     if st["higher_is_better"] is True:
         return 1.0 if hi <= 1.0 else (100.0 if hi <= 100.0 else None)
     if st["higher_is_better"] is False:
-        return 0.0
+        return None if set(_tokens(name)) & _UNBOUNDED_ERRORS else 0.0
     return None
 
 
@@ -344,14 +353,14 @@ def _score(ctx: FeatureContext) -> dict[str, Value]:
             ref = float(np.median(before[-3:]))
             end = float(np.median(after[-3:]))
             train_change = (end - ref) / abs(ref) if ref != 0 else None
-    perfect = _perfect(st)
+    perfect = _perfect(st, name)
     first = st["first"]
-    error_reduction = _error_reduction(st)
+    error_reduction = _error_reduction(st, name)
     at_perfect = False
     if perfect is not None and isinstance(first, float):
         at_perfect = abs(perfect - first) <= 0.005 * max(abs(perfect), 1.0)
     others = [
-        _error_reduction(metric_stats(*ctx.series(o), direction(o)))
+        _error_reduction(metric_stats(*ctx.series(o), direction(o)), o)
         for o in score_candidates(ctx.run)
         if o != name
     ]
@@ -420,7 +429,7 @@ _AUC = {"auc", "auroc", "roc_auc", "rocauc"}
 
 def _first_skill(st: dict[str, Value], name: str, chance: float | None) -> float | None:
     """(first - chance) / (perfect - chance) of a bounded higher-is-better score."""
-    perfect, first = _perfect(st), st["first"]
+    perfect, first = _perfect(st, name), st["first"]
     if st["higher_is_better"] is not True or perfect is None or not isinstance(first, float):
         return None
     # chance: half the perfect value for an AUC, 1 / num_classes for an accuracy, else 0
