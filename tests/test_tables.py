@@ -1717,3 +1717,18 @@ def test_bracketed_name_value_fields_after_an_epoch_count_are_read(tmp_path: Pat
     )
     (plain,) = load_runs(log)
     assert plain.metrics["train/loss"].values.tolist() == pytest.approx([1.0, 0.5, 0.333, 0.25])
+
+
+def test_epoch_and_batch_counters_make_the_steps_and_the_plan() -> None:
+    # MiniMind's "Epoch:[1/1](100/9924), loss: 7.2804, ..., lr: 0.00049989" (a real one:
+    # holdout36 wb35d_minimind_64m_pretrain_killed_step4700_of_9924, read as one summary point
+    # at its blind measurement): the batch counter within the epoch is the step and E epochs of
+    # N batches the plan, so a run killed at batch 4700 of 9924 is seen to have stopped early
+    files = next((REAL / "wb35d_minimind_64m_pretrain_killed_step4700_of_9924").rglob("files"))
+    (run,) = load_runs(files)
+    loss = run.metrics["train/loss"]
+    assert len(loss) == 47
+    assert loss.steps[:2].tolist() == [100, 200]
+    assert loss.values[0] == pytest.approx(7.2804)
+    assert run.meta.max_steps == 9924
+    assert run.meta.error == "KeyboardInterrupt"

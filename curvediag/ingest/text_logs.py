@@ -130,6 +130,12 @@ _EXAMPLE_LINE = re.compile(
     r"^Train Epoch:\s*(\d+)\s*\[\s*(\d+)\s*/\s*(\d+)\s*\(\s*\d+%\)\]\s*(.*)$"
 )
 _TQDM_TAIL = re.compile(r":?\s*:\s*\d+it\b.*$")
+#: An epoch and the batch within it, each out of its total (MiniMind's pretraining and
+#: fine-tuning loops): ``Epoch:[1/2](100/9924), loss: 7.2804, lr: 0.00049989, ...``.
+_EPOCH_BATCH_LINE = re.compile(
+    r"^epoch\s*:?\s*\[\s*(\d+)\s*/\s*(\d+)\s*\]\s*\(\s*(\d+)\s*/\s*(\d+)\s*\)\s*[:,|-]*\s*(.*\S)\s*$",
+    re.IGNORECASE,
+)
 #: A loop's one line per logging step: ``Iteration 100/10000, Loss: 10.2377, Grad Norm: 0.0``,
 #: ``Step 20 | loss 1.23 | lr 3e-4`` (the total after the slash is the planned number of steps).
 _STEP_LINE = re.compile(
@@ -198,6 +204,7 @@ def sniff(path: Path) -> bool:
         or _bar_values(line)
         or _json_values(line)
         or _example_values(line)
+        or _epoch_batch_values(line)
         or _step_values(line)
     )
     return hits >= _MIN_MATCHES
@@ -350,6 +357,18 @@ def _example_values(line: str) -> tuple[int, int, dict[str, float]] | None:
     if not _has_loss(values):
         return None
     return int(m[1]) * int(m[3]) + int(m[2]), int(m[3]), values
+
+
+def _epoch_batch_values(line: str) -> tuple[int, int, int, int, dict[str, float]] | None:
+    """``Epoch:[e/E](i/N), loss: ...``: (epoch, planned epochs, batch, batches per epoch,
+    values), when a name holds "loss"."""
+    m = _EPOCH_BATCH_LINE.match(line)
+    if m is None:
+        return None
+    values = _pairs(m[5])
+    if not _has_loss(values):
+        return None
+    return int(m[1]), int(m[2]), int(m[3]), int(m[4]), values
 
 
 def _step_values(line: str) -> tuple[int, int | None, dict[str, float]] | None:
@@ -649,6 +668,7 @@ def read_all(path: Path, *, aliases: dict[str, str] | None = None) -> list[Run]:
     last_line = -1  # the last line that gave a row
     bars = 0  # finished training bars: one per epoch
     notes: set[str] = set()
+    batched: list[tuple[int, int, int, int]] = []  # (row, epoch, batch, batches per epoch)
     for index, line in enumerate(bare):
         found = len(rows)
         if example := _example_values(line):
@@ -658,6 +678,11 @@ def read_all(path: Path, *, aliases: dict[str, str] | None = None) -> list[Run]:
                 f"steps are the items of the progress lines ({per_epoch} per epoch), counted "
                 "over the epochs"
             )
+        elif batch_line := _epoch_batch_values(line):
+            epoch, epochs, batch, per_epoch, values = batch_line
+            batched.append((len(rows), epoch, batch, per_epoch))
+            planned_epochs = epochs
+            rows.append({"step": batch, **values})
         elif values := _bar_values(line):
             bars += 1
             rows.append({"epoch": bars, **values})
@@ -710,6 +735,16 @@ def read_all(path: Path, *, aliases: dict[str, str] | None = None) -> list[Run]:
             rows.append({"step": last_step, **values})
         if len(rows) > found:
             last_line = index
+    if batched:
+        # "Epoch:[e/E](i/N)": the step counts the batches over the epochs, from the first one
+        # (epochs numbered from 1 unless a 0 shows up); the plan is E epochs of N batches
+        base = 0 if any(epoch == 0 for _, epoch, _, _ in batched) else 1
+        for at, epoch, batch, per_epoch in batched:
+            rows[at]["step"] = (epoch - base) * per_epoch + batch
+        per_epoch = batched[-1][3]
+        if planned_epochs:
+            planned = planned or per_epoch * planned_epochs
+        notes.add(f"steps are the batches of the epoch lines ({per_epoch} per epoch)")
     if not rows:
         rows, last_line = _records(bare)
     if _count_lines_within_epochs(rows):
