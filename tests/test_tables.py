@@ -1732,3 +1732,18 @@ def test_epoch_and_batch_counters_make_the_steps_and_the_plan() -> None:
     assert loss.values[0] == pytest.approx(7.2804)
     assert run.meta.max_steps == 9924
     assert run.meta.error == "KeyboardInterrupt"
+
+
+def test_trainer_console_prints_at_one_rounded_epoch_keep_their_own_steps() -> None:
+    # the Trainer prints the epoch to two decimals: 24 loss prints early in a 51,966-step epoch
+    # all say 'epoch': 0.0 (a real W&B console: holdout36
+    # wb36d_tevatron_dense_retriever_killed_step83_of_51966_in_warmup). They were read as one
+    # point; each is a step of its own
+    files = next(
+        (REAL / "wb36d_tevatron_dense_retriever_killed_step83_of_51966_in_warmup").rglob("files")
+    )
+    (run,) = load_runs(files)
+    loss = run.metrics["train/loss"]
+    assert len(loss) == 24
+    assert loss.values[:2].tolist() == pytest.approx([16.6672, 16.4908])
+    assert run.metrics["train/grad_norm"].values[0] == pytest.approx(69.33356475830078)

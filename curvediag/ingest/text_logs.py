@@ -557,15 +557,15 @@ def _number_steps(
         if last > 0:
             per_epoch, epochs = reached / last, last
     scale = per_epoch or 100.0
-    # two prints of one kind at different epochs must not share a step (the same epoch
-    # printed twice, a final trainer.evaluate() after the last epoch's, may)
-    distinct = all(
-        len({round(x * scale) for x in kind}) == len(kind)
-        for kind in (
-            {e["epoch"] for e in group if "loss" in e and "epoch" in e},
-            {e["epoch"] for e in group if "eval_loss" in e and "epoch" in e},
-        )
-    )
+    # two train-loss prints must not share a step (the Trainer prints the epoch to two
+    # decimals: 24 prints early in a 51,966-step epoch all say 0.0), nor two evaluations at
+    # different epochs (the same epoch printed twice, a final trainer.evaluate() after the
+    # last epoch's, may)
+    train_epochs = [e["epoch"] for e in group if "loss" in e and "epoch" in e]
+    eval_epochs = {e["epoch"] for e in group if "eval_loss" in e and "epoch" in e}
+    distinct = len({round(x * scale) for x in train_epochs}) == len(train_epochs) and len(
+        {round(x * scale) for x in eval_epochs}
+    ) == len(eval_epochs)
     history: list[dict[str, Any]] = []
     count = 0
     for entry in group:
