@@ -1747,3 +1747,23 @@ def test_trainer_console_prints_at_one_rounded_epoch_keep_their_own_steps() -> N
     assert len(loss) == 24
     assert loss.values[:2].tolist() == pytest.approx([16.6672, 16.4908])
     assert run.metrics["train/grad_norm"].values[0] == pytest.approx(69.33356475830078)
+
+
+def test_later_lines_of_an_epoch_add_the_names_its_first_line_lacked() -> None:
+    # "Epoch 1/10", "Train Loss: 0.7528, Train Acc: 0.5875", "Val Loss: 0.4782, Val Acc: ..."
+    # (a real one: holdout39 txt39f_sst2_small_transformer_val_loss_rises_after_ep2, whose val
+    # lines were not read at its blind measurement, so its overfitting went unseen)
+    (run,) = load_runs(REAL / "txt39f_sst2_small_transformer_val_loss_rises_after_ep2")
+    assert run.metrics["train/loss"].values[:2].tolist() == pytest.approx([0.7528, 0.3529])
+    assert run.metrics["eval/loss"].values[:2].tolist() == pytest.approx([0.4782, 0.4746])
+    assert len(run.metrics["eval/loss"]) == 10
+
+
+def test_a_loss_that_names_its_split_wins_the_canonical_name() -> None:
+    # "Epoch 0 Epoch Loss : 0.0023" then "Training loss: 0.4409 ... Validation loss: 0.4484"
+    # (a real W&B console: wb35d_numpy_ffnn_fashion_mnist_20ep_healthy): the per-sample sum
+    # printed first is not the train loss the validation loss compares with
+    files = next((REAL / "wb35d_numpy_ffnn_fashion_mnist_20ep_healthy").rglob("files"))
+    (run,) = load_runs(files)
+    assert run.metrics["train/loss"].values[0] == pytest.approx(0.44094244855536074)
+    assert run.metrics["eval/loss"].values[0] == pytest.approx(0.44836086457504887)

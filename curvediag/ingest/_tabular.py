@@ -339,6 +339,13 @@ def find_column(table: Table, candidates: Iterable[str]) -> str | None:
     return None
 
 
+#: The words that name a namespace's split in a raw column name.
+_SPLIT_NAMES = {
+    "train": frozenset({"train", "training"}),
+    "eval": frozenset({"val", "valid", "validation", "eval", "evaluation", "test", "dev"}),
+}
+
+
 def assign_names(
     raws: list[str], namer: Callable[[str], str], counts: Mapping[str, int]
 ) -> tuple[dict[str, str], list[str]]:
@@ -358,7 +365,12 @@ def assign_names(
             out[group[0]] = name
             continue
         exact = [r for r in group if r.lower() == name.lower()]
-        winner = exact[0] if exact else max(group, key=lambda r: counts.get(r, 0))
+        # a name that says its split ("Training loss") over one that does not ("Epoch Loss",
+        # a per-sample sum printed beside it)
+        words = _SPLIT_NAMES.get(name.split("/", 1)[0], frozenset())
+        named = [r for r in group if words & set(re.split(r"[^a-z]+", r.lower()))]
+        pool = named or group
+        winner = exact[0] if exact else max(pool, key=lambda r: counts.get(r, 0))
         out[winner] = name
         losers.extend((r, name) for r in group if r != winner)
     msgs = []

@@ -705,6 +705,17 @@ def read_all(path: Path, *, aliases: dict[str, str] | None = None) -> list[Run]:
             planned_epochs = total or planned_epochs
             rows.append({"epoch": epoch, **values})
             current_epoch = epoch  # "Train. ..." / "Val. ..." lines may follow
+        elif (
+            current_epoch is not None
+            and rows
+            and rows[-1].get("epoch") == current_epoch
+            and (values := _keras_pairs(line))
+            and _has_loss(values)
+            and not set(values) & set(rows[-1])
+        ):
+            # "Epoch 1/10", "Train Loss: 0.75, Train Acc: 0.59", "Val Loss: 0.48, Val Acc:
+            # 0.76": a later line of the same epoch adds the names the first one lacked
+            rows[-1].update(values)
         elif m := _NANOGPT_EVAL.match(line):
             step = int(m[1])
             rows.append(
