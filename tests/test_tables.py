@@ -1767,3 +1767,19 @@ def test_a_loss_that_names_its_split_wins_the_canonical_name() -> None:
     (run,) = load_runs(files)
     assert run.metrics["train/loss"].values[0] == pytest.approx(0.44094244855536074)
     assert run.metrics["eval/loss"].values[0] == pytest.approx(0.44836086457504887)
+
+
+def test_cells_holding_a_tensor_repr_are_read_as_its_number(tmp_path: Path) -> None:
+    # "2\ttensor(3.4634, device='cuda:0')\ttensor(0.1380, device='cuda:0')" rows (a real one:
+    # holdout39 txt39f_action_3d_resnet_val_loss_flat_while_train_falls, unread at its blind
+    # measurement): a loop that wrote the loss tensor itself, not loss.item()
+    (run, *_) = load_runs(REAL / "txt39f_action_3d_resnet_val_loss_flat_while_train_falls")
+    assert run.metrics["train/loss"].values[0] == pytest.approx(3.3929)
+    log = tmp_path / "log.csv"
+    log.write_text(
+        "epoch,loss\n"
+        + "".join(f"{e},tensor({2.0 / e:.4f})\n" for e in range(1, 4))
+        + "4,\"tensor([0.4000], device='cuda:0', grad_fn=<MeanBackward0>)\"\n"
+    )
+    (plain,) = load_runs(log)
+    assert plain.metrics["train/loss"].values.tolist() == pytest.approx([2.0, 1.0, 0.6667, 0.4])

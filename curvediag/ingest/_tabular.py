@@ -228,7 +228,9 @@ def dataframe_table(df: Any) -> Table:
                 present = ~col.isna().to_numpy(dtype=bool)
             else:
                 absent = col.isna().to_numpy(dtype=bool)
-                strs = col.astype(str).str.strip()
+                # a PyTorch tensor written with its repr, ``tensor(3.4634, device='cuda:0')``:
+                # the number inside
+                strs = col.astype(str).str.strip().str.replace(_TENSOR_REPR, r"\1", regex=True)
                 values = pd.to_numeric(strs, errors="coerce").to_numpy(
                     dtype=np.float64, na_value=np.nan
                 )
@@ -242,6 +244,13 @@ def dataframe_table(df: Any) -> Table:
                 continue
             table.columns[key] = Column(np.ascontiguousarray(values), present)
     return table
+
+
+#: A one-element tensor's repr in a cell: ``tensor(3.4634)``, ``tensor(0.138, device='cuda:0')``,
+#: ``tensor([2.5])``.
+_TENSOR_REPR = (
+    r"^tensor\(\s*\[?\s*([-+0-9.eE]+|nan|-?inf)\s*\]?\s*(?:,[^()]*(?:\([^()]*\))?[^()]*)?\)$"
+)
 
 
 def json_lines(path: Path, text: str, what: str) -> tuple[list[dict[str, Any]], list[str]]:
