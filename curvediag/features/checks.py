@@ -246,6 +246,8 @@ def _zero_box_parts(ctx: FeatureContext) -> tuple[str | None, int | None]:
         "chance.distance": "|final loss - ln(K)| / ln(K)",
         "chance.nats": "|final loss - ln(K)| in nats: exp of it is how many times more (or less) "
         "probability the model puts on the right class than a uniform guess",
+        "chance.eval_min_ratio": "the lowest eval loss / ln(K): below 1 the model beat a "
+        "uniform guess on held-out data (None without an eval loss)",
         "chance.source": "where K came from: num_labels, id2label, vocab_size, binary, a "
         "common class count (10, 100, 1000: only within 1% of its ln, when the run names no "
         "num_labels) or a common vocabulary size (only within 0.5% of its ln, when the run "
@@ -284,11 +286,14 @@ def _chance(ctx: FeatureContext) -> dict[str, Value]:
             best = (d, k, src)
     assert best is not None
     d, k, src = best
+    ev = ctx.run.get("eval/loss")
+    finite = ev.values[np.isfinite(ev.values)] if ev is not None else np.empty(0)
     return {
         "chance.k": k,
         "chance.level": math.log(k),
         "chance.distance": d,
         "chance.nats": d * math.log(k),
+        "chance.eval_min_ratio": float(finite.min()) / math.log(k) if finite.size else None,
         "chance.source": src,
     }
 
