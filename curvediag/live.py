@@ -413,9 +413,10 @@ class LiveDiagnosis:
         ):
             meta.global_step = self._last_step
         run = Run(source=self.source, format="live", name=self.name, meta=meta, metrics=metrics)
-        from curvediag.normalize import choose_primary_eval
+        from curvediag.normalize import choose_primary_eval, set_rl_loss_aside
 
         choose_primary_eval(run)
+        set_rl_loss_aside(run)  # an RL learner is judged by its return, as from its files
         return run
 
     def due(self) -> bool:

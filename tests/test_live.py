@@ -190,3 +190,23 @@ def test_live_checks_drop_out_of_range_numbers_like_a_full_diagnosis(ruleset) ->
     final, _ = live.finish()
     assert "loss-spike" not in live_ids, live_ids
     assert "loss-spike" not in final.finding_ids
+
+
+def test_a_live_rl_run_is_judged_by_its_return_as_from_its_files() -> None:
+    # a PPO learner's loss grows with the returns its critic predicts: watched live, as read
+    # from its files, its loss is set aside and its episode return judged
+    live = LiveDiagnosis(rules=load_rules())
+    for i in range(40):
+        live.add(
+            (i + 1) * 2048,
+            {
+                "train/loss": 5.0 + i,
+                "train/value_loss": 10.0 + 2 * i,
+                "train/rollout/ep_rew_mean": 10.0 + i,
+            },
+        )
+    import curvediag
+
+    run = live.view(full=True)
+    assert "train/loss" not in run.metrics and "train/rl_loss" in run.metrics
+    assert "loss-diverging" not in curvediag.diagnose(run).finding_ids
