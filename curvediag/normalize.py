@@ -243,6 +243,13 @@ def choose_primary_eval(run: Run) -> None:
             f"several evaluation sets ({', '.join(sorted(candidates))}); "
             f"eval/loss is taken from {best}"
         )
+    # a run that logs named losses on both sides and no total (a multi-task model's
+    # classification_loss and regression_loss, a VAE's elbo_loss and recon_loss): the train
+    # loss is the train side of the one the eval loss was taken from, so the two compare
+    partner = "train/" + best.split("/", 1)[1]
+    if "train/loss" not in run.metrics and partner in run.metrics:
+        run.metrics["train/loss"] = run.metrics[partner].model_copy(update={"name": "train/loss"})
+        run.warnings.append(f"train/loss is taken from {partner}, beside {best}")
 
 
 #: Names of a data split that can follow a loss's name (``.../loss/eval``).
@@ -288,6 +295,11 @@ def _pick(cands: list[str], prefer: tuple[tuple[str, ...], ...]) -> str | None:
             return preferred[0]
         if preferred:
             cands = preferred
+    # Lightning's per-step curve beside its epoch means under a prefix of the module's own
+    # (finetuning/train_loss and finetuning/train_loss_epoch): the per-step one
+    plain = [c for c in cands if not (c.endswith("_epoch") and c[: -len("_epoch")] in cands)]
+    if len(plain) == 1:
+        return plain[0]
     # Train_Loss beside Train_obj_Loss, Train_bbox_Loss: the one that names nothing but its
     # split and "loss" is the total the parts add up to
     bare = [c for c in cands if _bare_loss(c)]

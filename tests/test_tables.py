@@ -1783,3 +1783,20 @@ def test_cells_holding_a_tensor_repr_are_read_as_its_number(tmp_path: Path) -> N
     )
     (plain,) = load_runs(log)
     assert plain.metrics["train/loss"].values.tolist() == pytest.approx([2.0, 1.0, 0.6667, 0.4])
+
+
+def test_named_losses_without_a_total_pair_the_train_side_with_the_eval_loss() -> None:
+    # a multi-task Lightning CSV with train/val classification_loss and regression_loss and no
+    # total (a real one: holdout36 pl36c_cub200_cnn_cls_stuck_at_ln200_stopped_ep7): the eval
+    # loss is taken from eval/classification_loss, and the train loss is now its train side
+    (run,) = load_runs(REAL / "pl36c_cub200_cnn_cls_stuck_at_ln200_stopped_ep7")
+    assert run.metrics["train/loss"].values[0] == pytest.approx(5.309454917907715)
+    assert any("train/loss is taken from train/classification_loss" in w for w in run.warnings)
+
+
+def test_a_prefixed_lightning_step_curve_wins_over_its_epoch_means() -> None:
+    # Lightning under a module prefix, finetuning/train_loss beside finetuning/train_loss_epoch
+    # (a real one: mx17f_pl_zoobot_ring_finetune_avance5): the per-step curve is the train loss
+    (run,) = load_runs(REAL / "mx17f_pl_zoobot_ring_finetune_avance5")
+    assert len(run.metrics["train/loss"]) == 150
+    assert any("'train/finetuning/train_loss'" in w for w in run.warnings)

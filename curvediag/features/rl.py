@@ -55,7 +55,7 @@ def _z(shift: float, noise: float, k: int) -> float:
         "rl.third_quarter_mean": "mean return over the third quarter of the logs",
         "rl.last_quarter_mean": "mean return over the last quarter of the logs",
         "rl.range": "highest minus lowest return",
-        "rl.noise": "the return's point-to-point scatter (robust)",
+        "rl.noise": "the return's point-to-point scatter (robust; 0 when it repeats exactly)",
         "rl.gain": "last quarter's mean minus the first quarter's (negative: it fell)",
         "rl.gain_z": "rl.gain in standard errors of the scatter",
         "rl.rel_gain": "rl.gain / |first quarter's mean|",
@@ -80,8 +80,10 @@ def _rl(ctx: FeatureContext) -> dict[str, Value]:
     q1 = float(values[:k].mean())
     q4 = float(values[-k:].mean())
     q3 = float(values[-2 * k : -k].mean()) if n >= 2 * k + k else q1
-    # a floor of a millionth of the return's size: exact repeats have no scatter of their own
-    noise = max(_scatter(values), 1e-6 * float(np.abs(values).max()), 1e-12)
+    scatter = _scatter(values)
+    # the standard errors divide by a floor of a millionth of the return's size: exact repeats
+    # have no scatter of their own
+    noise = max(scatter, 1e-6 * float(np.abs(values).max()), 1e-12)
     gain = q4 - q1
     span = float(values.max() - values.min())
     i_best = int(np.argmax(values))
@@ -97,7 +99,7 @@ def _rl(ctx: FeatureContext) -> dict[str, Value]:
         "rl.third_quarter_mean": q3,
         "rl.last_quarter_mean": q4,
         "rl.range": span,
-        "rl.noise": noise,
+        "rl.noise": scatter,
         "rl.gain": gain,
         "rl.gain_z": _z(gain, noise, k),
         "rl.rel_gain": gain / abs(q1) if q1 != 0 else None,
