@@ -230,6 +230,8 @@ def choose_primary_eval(run: Run) -> None:
     """When a run evaluates several sets (``eval/<set>_loss``) and no plain ``eval/loss``, use one.
 
     The set with the most points wins (ties: alphabetical); the choice is recorded as a warning.
+    A run with no ``train/loss`` whose ``train/<set>_loss`` exists takes it as the train loss
+    (named losses and no total on either side), so the two losses compare.
     """
     if "eval/loss" in run.metrics:
         return
@@ -252,6 +254,10 @@ def choose_primary_eval(run: Run) -> None:
         run.warnings.append(f"train/loss is taken from {partner}, beside {best}")
 
 
+#: The words of a column name that say it is the training split's (``Training loss``) ...
+TRAIN_SPLIT_WORDS = frozenset({"train", "training"})
+#: ... or a held-out split's (``val_loss``, ``Loss/test``); a word, not a part of one.
+EVAL_SPLIT_WORDS = frozenset({"val", "valid", "validation", "eval", "evaluation", "test", "dev"})
 #: Names of a data split that can follow a loss's name (``.../loss/eval``).
 _SPLITS = frozenset({"train", "training", "eval", "val", "valid", "validation", "test", "dev"})
 #: A word of a name that makes a loss an evaluation's: a split's name, alone (``val_loss``,

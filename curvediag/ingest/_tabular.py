@@ -27,7 +27,14 @@ from curvediag import normalize
 from curvediag.errors import MalformedRunError
 from curvediag.ingest._progress import listening, read_chunked, tell
 from curvediag.model import Run, Series
-from curvediag.normalize import MAX_STEP, OutOfRange, as_float, build_series
+from curvediag.normalize import (
+    EVAL_SPLIT_WORDS,
+    MAX_STEP,
+    TRAIN_SPLIT_WORDS,
+    OutOfRange,
+    as_float,
+    build_series,
+)
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -349,10 +356,7 @@ def find_column(table: Table, candidates: Iterable[str]) -> str | None:
 
 
 #: The words that name a namespace's split in a raw column name.
-_SPLIT_NAMES = {
-    "train": frozenset({"train", "training"}),
-    "eval": frozenset({"val", "valid", "validation", "eval", "evaluation", "test", "dev"}),
-}
+_SPLIT_NAMES = {"train": TRAIN_SPLIT_WORDS, "eval": EVAL_SPLIT_WORDS}
 
 
 def assign_names(

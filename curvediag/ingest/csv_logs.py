@@ -76,7 +76,7 @@ from curvediag.ingest.trainer_args import (
     apply_ultralytics_args,
 )
 from curvediag.model import Run
-from curvediag.normalize import OutOfRange
+from curvediag.normalize import EVAL_SPLIT_WORDS, OutOfRange
 
 __all__ = [
     "FORMATS",
@@ -104,7 +104,6 @@ _TABLE_LOG_SUFFIXES = {".log", ".txt"}
 _JSONL_SUFFIXES = {".jsonl", ".ndjson"}
 _TB_HEADER = ["wall time", "step", "value"]
 _TB_NAME = re.compile(r"^run[-_](?P<run>.*?)[-_]tag[-_](?P<tag>.+)$")
-_EVAL_WORDS = {"val", "valid", "validation", "eval", "evaluation", "test", "dev"}
 
 
 # --------------------------------------------------------------------------------------------
@@ -187,7 +186,7 @@ def tensorboard_csv_metric_name(path: Path, aliases: dict[str, str] | None = Non
             if ch == "_" and (tag[:i] + "/" + tag[i + 1 :]).lower() in ALIASES:
                 name = ALIASES[(tag[:i] + "/" + tag[i + 1 :]).lower()]
                 break
-    if set(re.split(r"[^a-z]+", run.lower())) & _EVAL_WORDS and name.startswith("train/"):
+    if set(re.split(r"[^a-z]+", run.lower())) & EVAL_SPLIT_WORDS and name.startswith("train/"):
         name = "eval/" + name[len("train/") :]
     return name
 

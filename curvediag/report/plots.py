@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from curvediag.normalize import is_rl_run, rl_return_series
 from curvediag.report._fmt import num, pct, setting_value
 
 if TYPE_CHECKING:
@@ -484,8 +485,6 @@ def _throughput(ax: Axes, ctx: ReportContext) -> str:
 
 def _rl_return(ctx: ReportContext) -> Series | None:
     """A reinforcement-learning run's episode return (None for other runs)."""
-    from curvediag.normalize import is_rl_run, rl_return_series
-
     if not is_rl_run(ctx.run):
         return None
     s = ctx.run.get(rl_return_series(ctx.run) or "")
