@@ -85,6 +85,7 @@ RULE_CATEGORY: dict[str, str | None] = {
     "warmup-most-of-run": "lr-problem",
     "eval-loss-noisy": "noisy",
     "loss-near-zero-from-start": "collapse",
+    "eval-score-perfect-throughout": "collapse",
     "stopped-by-early-stopping": "ended-early",
     "loss-collapsed-to-zero": "collapse",
     # exact zeros for most of the run (a masked NaN, a task made trivial): the vocabulary's
@@ -99,6 +100,7 @@ RULE_CATEGORY: dict[str, str | None] = {
     "eval-flat-while-train-falls": "eval-mismatch",
     "eval-never-improves": "eval-mismatch",
     "train-eval-gap-huge": "eval-mismatch",
+    "eval-gap-from-first-eval": "eval-mismatch",
     # eval and train both got worse after an early best: the rule itself says "not
     # memorisation" but an optimisation problem (LR too high, schedule never decays)
     "eval-loss-rising": "divergence",

@@ -375,6 +375,31 @@ def infer_loss_series(run: Run) -> None:
             continue
         run.metrics[target] = run.metrics[chosen].model_copy(update={"name": target})
         run.warnings.append(f"{target} is taken from {chosen!r}")
+    if "train/loss" not in run.metrics and "eval/loss" not in run.metrics:
+        _negate_log_probs(run)
+
+
+#: A mean log-probability (log-likelihood) of the data, the negative of the loss a density
+#: model minimises: sbi's ``training_log_probs`` and ``validation_log_probs``.
+_LOG_PROB = re.compile(r"(?:^|[^a-z])log[_ -]?(?:probs?|likelihoods?)$")
+
+
+def _negate_log_probs(run: Run) -> None:
+    """A run that logs no loss but the log-probability of its training (and held-out) data
+    trains on the negative of it: that negative is its loss."""
+    for name in sorted(run.metrics):
+        leaf = _unscoped(name).lower()
+        if not _LOG_PROB.search(leaf) or "best" in leaf:
+            continue  # best_validation_log_prob is a running best, not a curve
+        target = "eval/loss" if name.startswith("eval/") or _names_eval(name) else "train/loss"
+        if target in run.metrics:
+            continue
+        series = run.metrics[name]
+        run.metrics[target] = series.model_copy(update={"name": target, "values": -series.values})
+        run.warnings.append(
+            f"{target} is minus {name!r}: a log-probability of the data, whose negative is "
+            "the loss the model minimises"
+        )
 
 
 #: The parts of a detector's loss (Ultralytics YOLO v5-v11: box, objectness / distribution

@@ -1800,3 +1800,52 @@ def test_a_prefixed_lightning_step_curve_wins_over_its_epoch_means() -> None:
     (run,) = load_runs(REAL / "mx17f_pl_zoobot_ring_finetune_avance5")
     assert len(run.metrics["train/loss"]) == 150
     assert any("'train/finetuning/train_loss'" in w for w in run.warnings)
+
+
+def test_a_utf16_console_log_is_read(tmp_path: Path) -> None:
+    # Windows PowerShell's tee writes UTF-16 LE with a BOM and CRLF: "Epoch 1/50... Train loss:
+    # 488807.03 Val loss: 460859.86" (a real one: holdout40
+    # txt40f_sp500_transformer_unscaled_mse_barely_falls_8of50, "not a recognised training log"
+    # at its blind measurement)
+    real = REAL / "txt40f_sp500_transformer_unscaled_mse_barely_falls_8of50" / "training_output.txt"
+    assert real.read_bytes().startswith(b"\xff\xfe")
+    (run,) = load_runs(real)
+    assert run.meta.num_train_epochs == 50
+    assert len(run.metrics["train/loss"]) == 8
+    assert run.metrics["train/loss"].values[0] == pytest.approx(488807.033275)
+    assert run.metrics["eval/loss"].values[-1] == pytest.approx(452899.776978)
+    # a big-endian one reads the same; its text stays as it was
+    log = tmp_path / "train.log"
+    epochs = (1, 2, 3)
+    lines = [f"Epoch {e}/5... Train loss: {1 / e:.3f} Val loss: {1.2 / e:.3f}\r\n" for e in epochs]
+    log.write_bytes(b"\xfe\xff" + "".join(lines).encode("utf-16-be"))
+    (be,) = load_runs(log)
+    assert be.metrics["eval/loss"].values.tolist() == pytest.approx([1.2, 0.6, 0.4])
+
+
+def test_a_drawn_progress_bar_with_its_values_in_fields() -> None:
+    # "Training [===  ] 8.5% 5000/58874 | 4.62 it/s | ETA: 11664.8 s | loss=3.910492 |
+    # validation_loss=3.908841" (a real one: holdout40 txt40f_cgpt_104m_fineweb_edu_1epoch_healthy,
+    # "not a recognised training log" at its blind measurement): the count is the step, the
+    # total the plan; the tokenizer's bars before it carry no loss and are skipped
+    real = REAL / "txt40f_cgpt_104m_fineweb_edu_1epoch_healthy" / "training_output.txt"
+    (run,) = load_runs(real)
+    assert run.meta.max_steps == 58874
+    loss = run.metrics["train/loss"]
+    assert loss.steps[:2].tolist() == [5000, 10000]
+    assert loss.values[0] == pytest.approx(3.910492)
+    assert run.metrics["eval/loss"].values[-1] == pytest.approx(3.282, abs=5e-4)
+    assert run.metrics["eval/loss"].steps[-1] == 58874
+
+
+def test_a_log_probability_is_the_negated_loss() -> None:
+    # sbi's SNPE writes training_log_probs and validation_log_probs and no loss (a real one:
+    # holdout40 tb40b_ceers_snpe_val_logprob_falls, judged inconclusive at its blind
+    # measurement): minus each is the loss it minimises
+    (run,) = load_runs(REAL / "tb40b_ceers_snpe_val_logprob_falls")
+    train, val = run.metrics["train/loss"], run.metrics["eval/loss"]
+    assert train.values[-1] == pytest.approx(-5.74, abs=0.01)
+    assert val.values[1] == pytest.approx(-1.375, abs=1e-3)
+    assert any("is minus" in w and "log_prob" in w for w in run.warnings)
+    # the running best is not a curve
+    assert "best" not in " ".join(w for w in run.warnings if "is minus" in w)

@@ -286,10 +286,12 @@ def _eval(ctx: FeatureContext) -> dict[str, Value]:
             tr = _smoothed_train_at(ctx, np.array([s[i_min], s[-1], s[0]]))
         except InsufficientDataError:
             tr = np.full(3, np.nan)
+        # relative to the magnitude: a negative loss (a negated log-likelihood) that falls
+        # further below zero improved
         if np.isfinite(tr[0]) and np.isfinite(tr[1]) and tr[0] != 0:
-            out["eval.train_change_after_min"] = float(tr[1] / tr[0] - 1)
+            out["eval.train_change_after_min"] = float((tr[1] - tr[0]) / abs(tr[0]))
         if np.isfinite(tr[2]) and np.isfinite(tr[1]) and tr[2] != 0:
-            out["eval.train_change"] = float(tr[1] / tr[2] - 1)
+            out["eval.train_change"] = float((tr[1] - tr[2]) / abs(tr[2]))
         out["eval.train_level_change_after_min"] = _level_change(ctx, int(s[i_min]))
     return out
 
@@ -418,6 +420,13 @@ def _frozen(s: np.ndarray, v: np.ndarray) -> dict[str, Value]:
         "gap.growth": "relative gap at the last evaluation minus at the eval minimum",
         "gap.eval_below_train": "fraction of evaluations with eval loss below the train loss",
         "gap.trend": "slope of the relative gap per evaluation (least squares)",
+        "gap.first_step": "step of the first evaluation with a train loss around it",
+        "gap.first_eval": "eval loss at that evaluation",
+        "gap.first_train": "smoothed train loss around it",
+        "gap.first_ratio": "eval / smoothed train loss at the first evaluation (None unless both "
+        "are positive)",
+        "gap.last_ratio": "eval / smoothed train loss at the last evaluation (None unless both "
+        "are positive)",
     },
 )
 def _gap(ctx: FeatureContext) -> dict[str, Value]:
@@ -430,7 +439,17 @@ def _gap(ctx: FeatureContext) -> dict[str, Value]:
     vb = v[both]
     i_min = int(np.argmin(vb))
     trend = float(np.polyfit(np.arange(rel.size), rel, 1)[0]) if rel.size >= 3 else None
+    tb, sb = tr[both], s[both]
+
+    def ratio(i: int) -> float | None:
+        return float(vb[i] / tb[i]) if vb[i] > 0 and tb[i] > 0 else None
+
     return {
+        "gap.first_step": int(sb[0]),
+        "gap.first_eval": float(vb[0]),
+        "gap.first_train": float(tb[0]),
+        "gap.first_ratio": ratio(0),
+        "gap.last_ratio": ratio(-1),
         "gap.first": float(rel[0]),
         "gap.last": float(rel[-1]),
         "gap.at_eval_min": float(rel[i_min]),

@@ -96,8 +96,23 @@ def read_bytes(path: Path) -> bytes:
     return raw
 
 
+#: The byte-order marks of UTF-16 text (Windows PowerShell's ``>`` and ``Tee-Object`` write
+#: a console's output as UTF-16 LE with a BOM).
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+
+
+def _from_utf16(raw: bytes) -> bytes:
+    """``raw`` as UTF-8 when it opens with a UTF-16 byte-order mark (a cut-off last character
+    is replaced), else unchanged."""
+    if raw.startswith(_UTF16_BOMS):
+        return raw.decode("utf-16", "replace").encode("utf-8")
+    return raw
+
+
 def decode_text(path: Path, raw: bytes, what: str) -> str:
-    """UTF-8 text of ``raw`` (BOM removed); binary data -> MalformedRunError naming ``what``."""
+    """UTF-8 (or BOM-marked UTF-16) text of ``raw``, BOM removed; binary data ->
+    MalformedRunError naming ``what``."""
+    raw = _from_utf16(raw)
     if b"\x00" in raw[:SNIFF_BYTES]:
         raise MalformedRunError(path, f"binary data (NUL bytes), not a {what}")
     try:
@@ -113,10 +128,14 @@ def read_text(path: Path, what: str) -> str:
 
 
 def head_bytes(path: Path, n: int = SNIFF_BYTES) -> bytes:
-    """The first ``n`` bytes, or b"" when the path is not a readable file (never raises)."""
+    """The first ``n`` bytes (of its UTF-8 transcoding when the file is BOM-marked UTF-16
+    text), or b"" when the path is not a readable file (never raises)."""
     try:
         with path.open("rb") as fh:
-            return fh.read(n)
+            head = fh.read(n)
+            if head.startswith(_UTF16_BOMS):
+                head = _from_utf16(head + fh.read(n))[:n]
+            return head
     except (OSError, ValueError):
         return b""
 

@@ -85,7 +85,7 @@ _LLMC_STEP = re.compile(
 _LLMC_VAL = re.compile(rf"^val loss {_NUM}\s*$", re.IGNORECASE)
 _EPOCH_LINE = re.compile(
     rf"^(?:(?P<split>{_TRAIN_SPLIT}|{_HELD_OUT_SPLIT})\s+|\[(?P<tag>[^\]]{{1,40}})\]\s*)?"
-    r"\[?epoch\s*[:\[(]?\s*(?P<epoch>\d+)\s*\]?\s*(?:/\s*\[?\s*(?P<total>\d+))?\s*[\])]?\s*[:,|-]*\s+"
+    r"\[?epoch\s*[:\[(]?\s*(?P<epoch>\d+)\s*\]?\s*(?:/\s*\[?\s*(?P<total>\d+))?\s*[\])]?\s*[:,|.-]*\s+"
     r"(?P<rest>.*\S)\s*$",
     re.IGNORECASE,
 )
@@ -141,6 +141,12 @@ _EPOCH_BATCH_LINE = re.compile(
 _STEP_LINE = re.compile(
     r"^(?:iteration|iter|step|batch)\s*[:\[(]?\s*(\d+)\s*(?:/\s*(\d+))?\s*[\])]?\s*[:,|-]*\s+(.*\S)\s*$",
     re.IGNORECASE,
+)
+#: A progress bar drawn by the loop itself, its count out of the plan and its values in
+#: ``|`` fields: ``Training [===   ] 8.5% 5000/58874 | 4.62 it/s | loss=3.91 |
+#: validation_loss=3.91`` (the count is the step; the total is the planned number of steps).
+_DRAWN_BAR = re.compile(
+    r"^[A-Za-z][\w ]{0,40}?\s*\[[=>#\-. *]*\]\s*\d+(?:\.\d+)?%\s+(\d+)\s*/\s*(\d+)\s*\|(.*)$"
 )
 #: A line that is one JSON object (``{"epoch": 0, "step": 5, "loss": 156.04, "time": 6}``).
 _JSON_LINE = re.compile(r"^\{\s*\"[^{}]*\}$")
@@ -206,6 +212,7 @@ def sniff(path: Path) -> bool:
         or _example_values(line)
         or _epoch_batch_values(line)
         or _step_values(line)
+        or _drawn_bar_values(line)
     )
     return hits >= _MIN_MATCHES
 
@@ -378,6 +385,15 @@ def _step_values(line: str) -> tuple[int, int | None, dict[str, float]] | None:
         return None
     values = _pairs(m[3])
     return (int(m[1]), int(m[2]) if m[2] else None, values) if _has_loss(values) else None
+
+
+def _drawn_bar_values(line: str) -> tuple[int, int, dict[str, float]] | None:
+    """A drawn progress bar's line: (step, planned steps, values), when a name holds "loss"."""
+    m = _DRAWN_BAR.match(line)
+    if m is None:
+        return None
+    values = _segment_pairs(m[3])
+    return (int(m[1]), int(m[2]), values) if _has_loss(values) else None
 
 
 def _count_lines_within_epochs(rows: list[dict[str, Any]]) -> bool:
@@ -740,6 +756,10 @@ def read_all(path: Path, *, aliases: dict[str, str] | None = None) -> list[Run]:
             rows.append(row)
         elif m := _LLMC_VAL.match(line):
             rows.append({"step": last_step, "eval/loss": float(m[1])})
+        elif drawn := _drawn_bar_values(line):
+            last_step, total, values = drawn
+            planned = total
+            rows.append({"step": last_step, **values})
         elif step_line := _step_values(line):
             last_step, total, values = step_line
             planned = total or planned
