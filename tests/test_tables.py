@@ -1849,3 +1849,45 @@ def test_a_log_probability_is_the_negated_loss() -> None:
     assert any("is minus" in w and "log_prob" in w for w in run.warnings)
     # the running best is not a curve
     assert "best" not in " ".join(w for w in run.warnings if "is minus" in w)
+
+
+def test_printed_tensors_in_a_text_log_are_read_as_their_numbers() -> None:
+    # "Epoch:  0 | Train Loss:  tensor(2055.4036, device='cuda:0') | Val Loss:  tensor(7501.8154,
+    # device='cuda:0')" (a real W&B console: holdout41
+    # wb41d_lstm_scratch_ramp_mse_broadcast_plateau_at_target_variance, "no training log found" at
+    # its blind measurement)
+    files = _wandb_files("wb41d_lstm_scratch_ramp_mse_broadcast_plateau_at_target_variance")
+    (run,) = load_runs(files)
+    assert run.metrics["train/loss"].values[0] == pytest.approx(2055.4036)
+    assert run.metrics["eval/loss"].values[0] == pytest.approx(7501.8154)
+    assert len(run.metrics["eval/loss"]) == 34
+
+
+def test_a_metric_logger_console_with_its_validation_stats() -> None:
+    # DeiT/MAE's MetricLogger: "Epoch: [0]  [0/2]  eta: 0:00:01  loss_vol: 0.6943 (0.6943) ...",
+    # "Validation stats: loss_vol: 0.6931 (0.6932) ... acc: 0.4958 (0.5002)" and "Start
+    # training for [5] epochs" (a real W&B console: tune40
+    # wb40d_pads_part_ae_occupancy_stuck_at_ln2, read only through its summary before)
+    (run,) = load_runs(_wandb_files("wb40d_pads_part_ae_occupancy_stuck_at_ln2"))
+    assert run.meta.num_train_epochs == 5
+    assert run.meta.max_steps == 10
+    vol = run.metrics["train/loss_vol"]
+    assert vol.steps[:3].tolist() == [0, 1, 2]
+    assert vol.values[0] == pytest.approx(0.6943)
+    acc = run.metrics["eval/acc"]
+    assert acc.steps[:2].tolist() == [1, 3]  # after each epoch's last batch
+    assert acc.values[0] == pytest.approx(0.4958)
+
+
+def test_an_epoch_line_whose_values_follow_its_bracket_without_a_space() -> None:
+    # "EPOCH[0]:loss 0.353" (a real W&B console: tune40
+    # wb40d_lightgcn_bpr_yelp2018_stopped_ep6_of_1000, read only through its summary before); a
+    # fractional epoch "Epoch 1.5 loss ..." is not an epoch line
+    (run,) = load_runs(_wandb_files("wb40d_lightgcn_bpr_yelp2018_stopped_ep6_of_1000"))
+    assert run.metrics["train/loss"].values.tolist() == pytest.approx(
+        [0.353, 0.167, 0.155, 0.147, 0.138, 0.131]
+    )
+    from curvediag.ingest.text_logs import _epoch_pairs
+
+    assert _epoch_pairs("Epoch 1.5 loss 0.3") is None
+    assert _epoch_pairs("Epoch 3 - loss 0.5") == (3, None, {"loss": 0.5})

@@ -272,11 +272,13 @@ def dataframe_table(df: Any) -> Table:
     return table
 
 
-#: A one-element tensor's repr in a cell: ``tensor(3.4634)``, ``tensor(0.138, device='cuda:0')``,
-#: ``tensor([2.5])``.
-_TENSOR_REPR = (
-    r"^tensor\(\s*\[?\s*([-+0-9.eE]+|nan|-?inf)\s*\]?\s*(?:,[^()]*(?:\([^()]*\))?[^()]*)?\)$"
+#: A one-element tensor's repr: ``tensor(3.4634)``, ``tensor(0.138, device='cuda:0')``,
+#: ``tensor([2.5])``; group 1 is the number.
+TENSOR_REPR = (
+    r"\btensor\(\s*\[?\s*([-+0-9.eE]+|nan|-?inf)\s*\]?\s*(?:,[^()]*(?:\([^()]*\))?[^()]*)?\)"
 )
+#: ... as a whole cell.
+_TENSOR_REPR = f"^{TENSOR_REPR}$"
 
 
 def json_lines(path: Path, text: str, what: str) -> tuple[list[dict[str, Any]], list[str]]:

@@ -61,7 +61,13 @@ from pathlib import Path
 from typing import Any
 
 from curvediag.errors import MalformedRunError
-from curvediag.ingest._tabular import TableReader, head_bytes, read_text, rows_table
+from curvediag.ingest._tabular import (
+    TENSOR_REPR,
+    TableReader,
+    head_bytes,
+    read_text,
+    rows_table,
+)
 from curvediag.ingest.csv_logs import plain_run
 from curvediag.ingest.hf_trainer import run_from_history
 from curvediag.model import Run
@@ -85,7 +91,8 @@ _LLMC_STEP = re.compile(
 _LLMC_VAL = re.compile(rf"^val loss {_NUM}\s*$", re.IGNORECASE)
 _EPOCH_LINE = re.compile(
     rf"^(?:(?P<split>{_TRAIN_SPLIT}|{_HELD_OUT_SPLIT})\s+|\[(?P<tag>[^\]]{{1,40}})\]\s*)?"
-    r"\[?epoch\s*[:\[(]?\s*(?P<epoch>\d+)\s*\]?\s*(?:/\s*\[?\s*(?P<total>\d+))?\s*[\])]?\s*[:,|.-]*\s+"
+    r"\[?epoch\s*[:\[(]?\s*(?P<epoch>\d+)\s*\]?\s*(?:/\s*\[?\s*(?P<total>\d+))?\s*[\])]?"
+    r"(?:\s*[:,|.-]*\s+|(?<=\])[:,|-]+\s*)"
     r"(?P<rest>.*\S)\s*$",
     re.IGNORECASE,
 )
@@ -136,6 +143,19 @@ _EPOCH_BATCH_LINE = re.compile(
     r"^epoch\s*:?\s*\[\s*(\d+)\s*/\s*(\d+)\s*\]\s*\(\s*(\d+)\s*/\s*(\d+)\s*\)\s*[:,|-]*\s*(.*\S)\s*$",
     re.IGNORECASE,
 )
+#: The MetricLogger of DeiT, MAE, DINO and the loops copied from them: ``Epoch: [3]  [40/625]
+#: eta: 0:01:02  lr: 0.000100  loss: 0.6943 (0.6945)  time: 0.64  data: 0.05  max mem: 1634``
+#: (each value its windowed median, the epoch's running mean after it in parentheses), then
+#: ``Averaged stats: ...`` and the held-out pass's ``Test stats: ...`` / ``Validation stats:
+#: ...`` (or DeiT's ``* Acc@1 81.2 Acc@5 95.4 loss 0.812``). ``Start training for 300 epochs``
+#: gives the plan.
+_METRIC_LOGGER_LINE = re.compile(
+    r"^epoch\s*:\s*\[\s*(\d+)\s*\]\s*\[\s*(\d+)\s*/\s*(\d+)\s*\]\s+(.*\S)\s*$", re.IGNORECASE
+)
+_METRIC_LOGGER_EVAL = re.compile(
+    r"^(?:(?:test|val|valid|validation|eval)\s+stats\s*:|\*)\s+(.*\S)\s*$", re.IGNORECASE
+)
+_PLANNED_EPOCHS = re.compile(r"^start training for \[?(\d+)\]? epochs\b", re.IGNORECASE)
 #: A loop's one line per logging step: ``Iteration 100/10000, Loss: 10.2377, Grad Norm: 0.0``,
 #: ``Step 20 | loss 1.23 | lr 3e-4`` (the total after the slash is the planned number of steps).
 _STEP_LINE = re.compile(
@@ -218,8 +238,13 @@ def sniff(path: Path) -> bool:
 
 
 def _unprefixed(raw: str) -> str:
-    """A printed line without its surrounding blanks and its logger's prefix."""
-    return _LOG_PREFIX.sub("", raw.strip(), count=1)
+    """A printed line without its surrounding blanks and its logger's prefix, a printed tensor
+    (``Train Loss:  tensor(2055.40, device='cuda:0')``) replaced by its number."""
+    line = _LOG_PREFIX.sub("", raw.strip(), count=1)
+    return _TENSOR.sub(r"\1", line) if "tensor(" in line else line
+
+
+_TENSOR = re.compile(TENSOR_REPR)
 
 
 def _pairs(text: str) -> dict[str, float]:
@@ -366,16 +391,20 @@ def _example_values(line: str) -> tuple[int, int, dict[str, float]] | None:
     return int(m[1]) * int(m[3]) + int(m[2]), int(m[3]), values
 
 
-def _epoch_batch_values(line: str) -> tuple[int, int, int, int, dict[str, float]] | None:
-    """``Epoch:[e/E](i/N), loss: ...``: (epoch, planned epochs, batch, batches per epoch,
-    values), when a name holds "loss"."""
-    m = _EPOCH_BATCH_LINE.match(line)
-    if m is None:
+def _epoch_batch_values(line: str) -> tuple[int, int | None, int, int, dict[str, float]] | None:
+    """``Epoch:[e/E](i/N), loss: ...`` or a MetricLogger's ``Epoch: [e]  [i/N]  loss: ...``:
+    (epoch, planned epochs or None, batch, batches per epoch, values), when a name holds
+    "loss"."""
+    if m := _EPOCH_BATCH_LINE.match(line):
+        epoch, epochs, batch, per_epoch, rest = int(m[1]), int(m[2]), int(m[3]), int(m[4]), m[5]
+    elif m := _METRIC_LOGGER_LINE.match(line):
+        epoch, epochs, batch, per_epoch, rest = int(m[1]), None, int(m[2]), int(m[3]), m[4]
+    else:
         return None
-    values = _pairs(m[5])
+    values = _pairs(rest)
     if not _has_loss(values):
         return None
-    return int(m[1]), int(m[2]), int(m[3]), int(m[4]), values
+    return epoch, epochs, batch, per_epoch, values
 
 
 def _step_values(line: str) -> tuple[int, int | None, dict[str, float]] | None:
@@ -697,8 +726,16 @@ def read_all(path: Path, *, aliases: dict[str, str] | None = None) -> list[Run]:
         elif batch_line := _epoch_batch_values(line):
             epoch, epochs, batch, per_epoch, values = batch_line
             batched.append((len(rows), epoch, batch, per_epoch))
-            planned_epochs = epochs
+            planned_epochs = epochs or planned_epochs
             rows.append({"step": batch, **values})
+        elif batched and (m := _METRIC_LOGGER_EVAL.match(line)) and _has_loss(v := _pairs(m[1])):
+            # the held-out pass after an epoch's batches: at the step of the last of them
+            batched.append((len(rows), *batched[-1][1:]))
+            rows.append(
+                {"step": 0, **{k if _SPLIT_WORD.search(k) else f"val_{k}": x for k, x in v.items()}}
+            )
+        elif m := _PLANNED_EPOCHS.match(line):
+            planned_epochs = int(m[1])
         elif values := _bar_values(line):
             bars += 1
             rows.append({"epoch": bars, **values})
