@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import curvediag
 from curvediag.testing.synth import make_run
@@ -50,3 +51,32 @@ def test_a_loss_without_measurable_scatter_gets_no_absurd_z() -> None:
     assert z is None or abs(z) < 1e4
     late = d.features["loss.late_drop_z"]
     assert late is None or abs(late) < 1e4
+
+
+def _per_epoch_run(means: list[float]) -> curvediag.Diagnosis:
+    # single-batch losses every 10 steps (scattering 0.5-1.0) beside the per-epoch means that
+    # Lightning logs at each validation's step, every 50 steps
+    rng = np.random.default_rng(1)
+    batches = list(0.75 + 0.25 * rng.uniform(-1, 1, 30))
+    val = [0.95, 0.85, 0.80, 0.84, 0.88, 0.92]
+    run = make_run(
+        {
+            "train/loss": {"values": batches, "every": 10},
+            "train/loss_epoch": {"values": means, "every": 50},
+            "eval/loss": {"values": val, "every": 50},
+        }
+    )
+    return curvediag.diagnose(run)
+
+
+def test_the_train_change_after_the_eval_minimum_uses_the_epoch_means() -> None:
+    d = _per_epoch_run([0.95, 0.88, 0.80, 0.77, 0.74, 0.70])
+    # the eval minimum is at step 150 (0.80); the epoch means fall 0.80 -> 0.70 after it
+    assert d.features["eval.train_epoch_change_after_min"] == pytest.approx(0.70 / 0.80 - 1)
+    assert d.features["eval.train_change_after_min"] == pytest.approx(0.70 / 0.80 - 1)
+
+
+def test_an_epoch_mean_above_every_logged_batch_is_not_used() -> None:
+    # a mean dominated by a burst the per-step log never showed says nothing of the level
+    d = _per_epoch_run([0.95, 0.88, 0.80, 0.77, 0.74, 5e6])
+    assert d.features["eval.train_epoch_change_after_min"] is None

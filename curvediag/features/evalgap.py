@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from curvediag.errors import InsufficientDataError
@@ -194,9 +196,16 @@ def _eval_trend(v: np.ndarray) -> dict[str, Value]:
         "before",
         "eval.frozen_from_step": "step of the first of those identical evaluations",
         "eval.train_change_after_min": "fractional change of the smoothed train loss from the "
-        "eval minimum to the end",
+        "eval minimum to the end (of its per-epoch means when the run logs them: "
+        "eval.train_epoch_change_after_min)",
         "eval.train_change": "fractional change of the smoothed train loss between the first and "
         "the last evaluation",
+        "eval.train_epoch_change_after_min": "fractional change of the train loss's per-epoch "
+        "means (Lightning's train_loss_epoch, a loop's epoch_loss, logged at the steps of the "
+        "evaluations) from the eval minimum to the end: a whole epoch's mean against the "
+        "next, where a few single batches scatter. None without such means, with the minimum "
+        "at the first evaluation (the first epoch's mean holds its fast start) or with a mean "
+        "outside the range of the logged batches",
         "eval.train_level_change_after_min": "fractional change of the median train loss over "
         "the steps after the eval minimum from its median over as many steps before it (robust "
         "to a train loss logged from single batches); None with fewer than 3 logs on a side",
@@ -293,7 +302,37 @@ def _eval(ctx: FeatureContext) -> dict[str, Value]:
         if np.isfinite(tr[2]) and np.isfinite(tr[1]) and tr[2] != 0:
             out["eval.train_change"] = float((tr[1] - tr[2]) / abs(tr[2]))
         out["eval.train_level_change_after_min"] = _level_change(ctx, int(s[i_min]))
+    epoch_change = _epoch_mean_change(ctx, int(s[i_min]), int(s[-1])) if i_min > 0 else None
+    out["eval.train_epoch_change_after_min"] = epoch_change
+    if epoch_change is not None:
+        out["eval.train_change_after_min"] = epoch_change
     return out
+
+
+#: The per-epoch mean of the train loss a loop logs beside its per-step curve: Lightning's
+#: ``train_loss_epoch`` (``on_epoch=True``), a loop's ``epoch_loss``; not a held-out split's.
+_EPOCH_MEAN = re.compile(r"^train/(?:(?:.*[/_])?train_)?(?:loss_epoch|epoch_loss)$")
+
+
+def _epoch_mean_change(ctx: FeatureContext, start: int, end: int) -> float | None:
+    """Change of the train loss's per-epoch means from step ``start`` to step ``end`` (both
+    logged there, as Lightning logs the epoch's mean at the step of its validation), or None."""
+    names = [k for k in ctx.run.metrics if _EPOCH_MEAN.match(k)]
+    if len(names) != 1 or end <= start:
+        return None
+    es, ev = ctx.series(names[0])
+    ls, lv = ctx.series("train/loss")
+    lv = lv[np.isfinite(lv)]
+    if es.size < 3 or es.size >= ls.size or lv.size == 0:
+        return None
+    at = {int(x): float(y) for x, y in zip(es, ev, strict=True)}
+    a, b = at.get(start), at.get(end)
+    if a is None or b is None or a <= 0:
+        return None
+    # a mean above every logged batch comes from batches the log never showed (a burst)
+    if not all(float(lv.min()) <= x <= float(lv.max()) for x in (a, b)):
+        return None
+    return b / a - 1.0
 
 
 def _level_change(ctx: FeatureContext, at: int) -> float | None:
