@@ -189,3 +189,19 @@ def test_an_unjudgeable_run_names_the_loss_like_series_it_did_log() -> None:
     reason = d.inconclusive_reason or ""
     assert "train/gen_loss (320 of 320 values NaN/Inf)" in reason
     assert "train/disc_loss" in reason and "--map" in reason
+
+
+def test_eval_far_below_train_quotes_the_two_numbers_of_its_ratio() -> None:
+    # the ratio is the last evaluation's eval loss over the train loss around it; the evidence
+    # quotes those two numbers (not the run's last eval and last-tenth train loss)
+    run = make_run(
+        {
+            "train/loss": {"gen": "decay", "n": 100, "start": 3.0, "end": 1.0},
+            "eval/loss": {"values": [0.05, 0.04, 0.03, 0.03, 0.02], "every": 200},
+        }
+    )
+    d = curvediag.diagnose(run)
+    f = next(f for f in d.findings if f.rule_id == "eval-far-below-train")
+    e, t = d.features["ratio.eval_at_last"], d.features["ratio.train_at_last"]
+    assert d.features["ratio.eval_over_train"] == pytest.approx(e / t)
+    assert f"({e:.4g} against a train loss near {t:.4g})" in f.evidence

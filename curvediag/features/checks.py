@@ -307,6 +307,9 @@ def _chance(ctx: FeatureContext) -> dict[str, Value]:
         "ratio.max_step": "step of that evaluation",
         "ratio.train_at_max": "train loss around that evaluation",
         "ratio.eval_at_max": "eval loss at that evaluation",
+        "ratio.eval_at_last": "eval loss at the last evaluation the ratio is taken at",
+        "ratio.train_at_last": "train loss around that evaluation (ratio.eval_over_train's "
+        "denominator)",
     },
 )
 def _ratio(ctx: FeatureContext) -> dict[str, Value]:
@@ -327,6 +330,8 @@ def _ratio(ctx: FeatureContext) -> dict[str, Value]:
         "ratio.max_step": int(s[both][i]),
         "ratio.train_at_max": float(tr[both][i]),
         "ratio.eval_at_max": float(v[both][i]),
+        "ratio.eval_at_last": float(v[both][-1]),
+        "ratio.train_at_last": float(tr[both][-1]),
     }
 
 
