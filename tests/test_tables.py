@@ -1891,3 +1891,22 @@ def test_an_epoch_line_whose_values_follow_its_bracket_without_a_space() -> None
 
     assert _epoch_pairs("Epoch 1.5 loss 0.3") is None
     assert _epoch_pairs("Epoch 3 - loss 0.5") == (3, None, {"loss": 0.5})
+
+
+def test_epoch_lines_that_start_over_are_appended_runs_not_lines_within_epochs() -> None:
+    # "Epoch 1: Training Loss = 0.2301" .. "Epoch 10: ...", then "Epoch 1" .. "Epoch 10" twice
+    # more (a real log: holdout42 txt42f_chest_ct_resnet18_3x10ep_appended_healthy, read at its
+    # blind measurement as 30 steps with a false 200x spike where the second run began): the
+    # latest run is kept, as for a resumed one
+    (run,) = load_runs(REAL / "txt42f_chest_ct_resnet18_3x10ep_appended_healthy" / "training.log")
+    loss = run.metrics["train/loss"]
+    assert loss.steps.tolist() == list(range(1, 11))
+    assert loss.values[0] == pytest.approx(0.2411)
+    assert run.meta.resumed
+    # three model.fit calls on one model, each at a tenth of the learning rate before (a real
+    # log: tune24 csv24f_kanji_cnn_keras_three_lr_stages): each stage restarts its epochs below
+    # the level of the one before, so the 10 + 9 + 6 epochs are one run, in order
+    stages = REAL / "csv24f_kanji_cnn_keras_three_lr_stages"
+    (keras,) = load_runs(stages / "model_for_augmented_dataset_training_log.txt")
+    assert len(keras.metrics["train/loss"]) == 25
+    assert not keras.meta.resumed

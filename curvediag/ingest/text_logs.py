@@ -60,6 +60,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from curvediag.errors import MalformedRunError
 from curvediag.ingest._tabular import (
     TENSOR_REPR,
@@ -435,6 +437,11 @@ def _count_lines_within_epochs(rows: list[dict[str, Any]]) -> bool:
     (_, repeated), count = kinds.most_common(1)[0]
     if count < _MIN_MATCHES:
         return False
+    if _fresh_restart([r for r in rows if frozenset(r) == repeated]):
+        # the epochs start over at a loss back up at the earlier run's level ("Epoch 1" ..
+        # "Epoch 10", then "Epoch 1" again): runs appended to one log, not several lines per
+        # epoch; the latest is kept, as for a resumed run
+        return False
     step = 0
     for r in rows:
         if frozenset(r) == repeated:
@@ -447,6 +454,26 @@ def _count_lines_within_epochs(rows: list[dict[str, Any]]) -> bool:
             r.update(kept)
         r["step"] = max(step, 1)
     return True
+
+
+def _fresh_restart(rows: list[dict[str, Any]]) -> bool:
+    """Whether per-epoch ``rows`` start their epochs over with a fresh model: at a restart the
+    train loss is back at or above the median of the stretch before it. A later ``model.fit``
+    on the same model (Keras stages at a lower learning rate) restarts its epochs below that:
+    one run, its lines numbered in order."""
+    losses = [k for k in rows[0] if "loss" in k.lower() and not _HELD_OUT_WORD.search(k)]
+    if not losses:
+        return False
+    key = sorted(losses)[0]
+    start = 0
+    for i in range(1, len(rows)):
+        if rows[i]["epoch"] >= rows[i - 1]["epoch"]:
+            continue
+        before = [float(r[key]) for r in rows[start:i] if math.isfinite(float(r[key]))]
+        if before and float(rows[i][key]) >= float(np.median(before)):
+            return True
+        start = i
+    return False
 
 
 def _lacking(values: dict[str, Any], known: set[str] | frozenset[str]) -> dict[str, Any]:
