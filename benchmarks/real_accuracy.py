@@ -13,8 +13,8 @@ with two baselines run on the same series:
   at least 0.1%), Overfit ((mean eval - mean train) / mean train > 0.1) and ExplodingTensor
   (any NaN/Inf in a logged value).
 
-Scores, per label category and overall, for each split (``tune`` to ``tune41``: runs the rules
-may be tuned on; ``holdout42``: runs collected later and never tuned on), the tunable and held-out
+Scores, per label category and overall, for each split (``tune`` to ``tune42``: runs the rules
+may be tuned on; ``holdout43``: runs collected later and never tuned on), the tunable and held-out
 halves, and all of them:
 recall (expected problems found), precision (claimed problems that the label supports) and the
 share of healthy runs given a warning or worse. Writes ``benchmarks/results/real_accuracy.md``.
@@ -609,9 +609,10 @@ def main(argv: list[str] | None = None) -> int:
         "measured blind at 4b7f1f2 and tunable since; `tune40`: `holdout40`, 22 runs collected "
         "the same way at the end of the fourteenth session, measured blind at 7d9d32a and "
         "tunable since; `tune41`: `holdout41`, 24 runs collected the same way in the fifteenth "
-        "session, measured blind at c50b08e and tunable since; `holdout42`: 24 runs collected "
-        "the same way later in the fifteenth session, never tuned on (see LABELLING.md for every "
-        "blind measurement).",
+        "session, measured blind at c50b08e and tunable since; `tune42`: `holdout42`, 24 runs "
+        "collected the same way later in the fifteenth session, measured blind at c333d94 and "
+        "tunable since; `holdout43`: 24 runs collected the same way at the end of the fifteenth "
+        "session, never tuned on (see LABELLING.md for every blind measurement).",
         "",
         "Recall: labelled problems found (a finding of the label's category or a synonym). "
         "Precision: findings whose category the label supports (`expected` or `acceptable`; "
