@@ -457,8 +457,11 @@ def test_plain_jsonl_and_csv() -> None:
     assert j.metrics["eval/loss"].values.tolist() == [2.2]
     assert j.metrics["train/learning_rate"].wall_time is not None
     (c,) = tables.read_all(DATA / "plain_epoch.csv")
-    assert c.format == "csv" and set(c.metrics) == {"train/loss", "eval/loss", "train/accuracy"}
+    assert c.format == "csv"
+    assert set(c.metrics) == {"train/loss", "eval/loss", "train/accuracy", "train/epoch"}
     assert any("'epoch' column" in w for w in c.warnings)
+    # the steps are the epochs, and the epoch is kept beside them
+    assert c.metrics["train/epoch"].values.tolist() == c.metrics["train/loss"].steps.tolist()
 
 
 def test_keras_csvlogger_default_training_log_is_read(tmp_path: Path) -> None:
@@ -1910,3 +1913,38 @@ def test_epoch_lines_that_start_over_are_appended_runs_not_lines_within_epochs()
     (keras,) = load_runs(stages / "model_for_augmented_dataset_training_log.txt")
     assert len(keras.metrics["train/loss"]) == 25
     assert not keras.meta.resumed
+
+
+def test_epoch_numbered_rows_keep_their_epoch_for_the_plan() -> None:
+    # "Epoch 1/300 - Train Loss: 2.9594" .. "Epoch 191/300 - ..." (a real log committed while
+    # its run went on: holdout43 txt43f_char_rnn_timemachine_191of300_flat_at_1p71, judged
+    # healthy at its blind measurement): the steps are the epochs, and the epoch is kept, so the
+    # run is seen to stop at 191 of its 300 planned epochs
+    import curvediag
+
+    path = REAL / "txt43f_char_rnn_timemachine_191of300_flat_at_1p71" / "training_results.txt"
+    (run,) = load_runs(path)
+    assert run.meta.num_train_epochs == 300
+    assert run.metrics["train/epoch"].values[-1] == 191
+    d = curvediag.diagnose(path)
+    assert d.features["run.ended_early"] is True
+    assert d.features["run.progress"] == pytest.approx(191 / 300)
+
+
+def test_a_console_that_says_early_stopping_ended_the_run(tmp_path: Path) -> None:
+    # "Epoch 28/50" ... then "Early stopping triggered." (a real W&B console: tune42
+    # wb42d_rsna_mil_attention_val_plateau_early_stop_28of50): a finished run, not an early end
+    (run,) = load_runs(_wandb_files("wb42d_rsna_mil_attention_val_plateau_early_stop_28of50"))
+    assert run.meta.early_stopped and run.meta.finished
+    # a patience counter or a setting printed after the last epoch says nothing of the kind
+    for line in ("EarlyStopping counter: 3 out of 10", "early_stopping_patience: 5"):
+        log = tmp_path / "train.log"
+        log.write_text(
+            "".join(
+                f"Epoch {e}/50 - loss: {1 / e:.3f} - val_loss: {1.1 / e:.3f}\n" for e in (1, 2, 3)
+            )
+            + line
+            + "\n"
+        )
+        (plain,) = load_runs(log)
+        assert not plain.meta.early_stopped, line

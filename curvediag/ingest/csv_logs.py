@@ -684,6 +684,10 @@ def plain_run(
         ok, integral = np.ones(table.nrows, dtype=bool), True
     else:
         steps, ok, integral = to_steps(table.columns[step_name])
+    if integral and step_name is not None and step_name in EPOCH_COLUMNS:
+        # steps are whole epochs: the epoch is kept too, so that how far the run got against
+        # its planned epochs is known
+        cols.append(step_name)
     if not integral:
         assert step_name is not None
         warnings.append(

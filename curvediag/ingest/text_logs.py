@@ -860,8 +860,23 @@ def read_all(path: Path, *, aliases: dict[str, str] | None = None) -> list[Run]:
         run.meta.max_steps = planned
     if planned_epochs:
         run.meta.num_train_epochs = planned_epochs
-    _crash_note(run, text, 0, _offset_after(lines, last_line), len(text))
+    tail = _offset_after(lines, last_line)
+    if any(_EARLY_STOP.match(line) for line in bare[last_line + 1 :]):
+        # the loop's own early stopping ended it: a finished run, not one that died
+        run.meta.early_stopped = True
+        run.meta.finished = True
+        run.warnings.append("the console output says early stopping ended the run")
+    _crash_note(run, text, 0, tail, len(text))
     return [run]
+
+
+#: A loop's note, after its last logged line, that its early stopping ended the run: "Early
+#: stopping triggered.", Keras's "Epoch 00028: early stopping", "Early stopping at epoch 28"
+#: (not a setting such as "early_stopping_patience: 5", nor a patience counter's "EarlyStopping
+#: counter: 3 out of 10").
+_EARLY_STOP = re.compile(
+    r"^(?:epoch \d+\s*:\s*)?early[ -]?stop(?:ping|ped)?\b(?![_:=])(?!.*\bcounter\b)", re.IGNORECASE
+)
 
 
 READER = TableReader(FORMAT, sniff, read_all)
