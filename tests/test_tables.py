@@ -1948,3 +1948,18 @@ def test_a_console_that_says_early_stopping_ended_the_run(tmp_path: Path) -> Non
         )
         (plain,) = load_runs(log)
         assert not plain.meta.early_stopped, line
+
+
+def test_an_imagenet_example_console_with_its_starred_validation_lines() -> None:
+    # PyTorch's ImageNet example as copied by a distillation repo: "Epoch: [1][200/378]\tTime
+    # 50.045\tLoss 2.7974\tAcc@1 67.491 ...", " * Epoch 1, GPU 0, Acc@1 68.359, ..." (the
+    # training's summary) and " ** Acc@1 68.508, Acc@5 100.000, precision 0.000, ..." (the
+    # validation's); a real W&B console: holdout43
+    # wb43d_simkd_rsna_student_majority_class_val_acc_flat_killed_ep6of60
+    files = _wandb_files("wb43d_simkd_rsna_student_majority_class_val_acc_flat_killed_ep6of60")
+    (run,) = load_runs(files)
+    assert run.metrics["train/loss"].steps[:3].tolist() == [0, 200, 378]
+    acc = run.metrics["eval/Acc@1"]
+    assert acc.values.tolist() == [68.508] * 5
+    assert acc.steps[0] == 200  # after epoch 1's last printed batch
+    assert "eval/Epoch" not in run.metrics  # the training's " * Epoch 1, ..." summary

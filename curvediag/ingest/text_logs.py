@@ -106,7 +106,7 @@ _SPLIT_WORD = re.compile(
 _HELD_OUT_WORD = re.compile(rf"(?:^|[^a-z])(?:{_HELD_OUT_SPLIT}|dev)(?:[^a-z]|$)", re.IGNORECASE)
 _KERAS_EPOCH = re.compile(r"^epoch (\d+)/(\d+)\s*$", re.IGNORECASE)
 _KERAS_PROGRESS = re.compile(rf"\] - .*\bloss: {_NUM}")
-_WORD = r"[A-Za-z_][\w./-]*"
+_WORD = r"[A-Za-z_][\w./@-]*"  # "Acc@1" too
 _END = r"(?=%?(?:[\s,|;)\]]|$))"
 #: ``name: value`` / ``name = value`` (a name of one or more words), or ``name value``.
 _PAIR = re.compile(
@@ -149,13 +149,16 @@ _EPOCH_BATCH_LINE = re.compile(
 #: eta: 0:01:02  lr: 0.000100  loss: 0.6943 (0.6945)  time: 0.64  data: 0.05  max mem: 1634``
 #: (each value its windowed median, the epoch's running mean after it in parentheses), then
 #: ``Averaged stats: ...`` and the held-out pass's ``Test stats: ...`` / ``Validation stats:
-#: ...`` (or DeiT's ``* Acc@1 81.2 Acc@5 95.4 loss 0.812``). ``Start training for 300 epochs``
-#: gives the plan.
+#: ...`` (or DeiT's ``* Acc@1 81.2 Acc@5 95.4 loss 0.812``); PyTorch's ImageNet example and its
+#: copies (``Epoch: [1][200/378]  Time 50.0  Loss 2.7974  Acc@1 67.49``, then `` * Acc@1 68.5
+#: Acc@5 100.0`` or `` ** Acc@1 ...`` for the validation; a `` * Epoch 1, ...`` summary is the
+#: training's). ``Start training for 300 epochs`` gives the plan.
 _METRIC_LOGGER_LINE = re.compile(
     r"^epoch\s*:\s*\[\s*(\d+)\s*\]\s*\[\s*(\d+)\s*/\s*(\d+)\s*\]\s+(.*\S)\s*$", re.IGNORECASE
 )
 _METRIC_LOGGER_EVAL = re.compile(
-    r"^(?:(?:test|val|valid|validation|eval)\s+stats\s*:|\*)\s+(.*\S)\s*$", re.IGNORECASE
+    r"^(?:(?:test|val|valid|validation|eval)\s+stats\s*:|\*{1,2})\s+(?!epoch\b)(.*\S)\s*$",
+    re.IGNORECASE,
 )
 _PLANNED_EPOCHS = re.compile(r"^start training for \[?(\d+)\]? epochs\b", re.IGNORECASE)
 #: A loop's one line per logging step: ``Iteration 100/10000, Loss: 10.2377, Grad Norm: 0.0``,
@@ -755,7 +758,7 @@ def read_all(path: Path, *, aliases: dict[str, str] | None = None) -> list[Run]:
             batched.append((len(rows), epoch, batch, per_epoch))
             planned_epochs = epochs or planned_epochs
             rows.append({"step": batch, **values})
-        elif batched and (m := _METRIC_LOGGER_EVAL.match(line)) and _has_loss(v := _pairs(m[1])):
+        elif batched and (m := _METRIC_LOGGER_EVAL.match(line)) and (v := _pairs(m[1])):
             # the held-out pass after an epoch's batches: at the step of the last of them
             batched.append((len(rows), *batched[-1][1:]))
             rows.append(
