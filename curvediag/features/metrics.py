@@ -328,6 +328,9 @@ def _perfect(st: dict[str, Value], name: str) -> float | None:
         "percent is divided by 100), when the main score is an accuracy; None otherwise",
         "score.new_best_share": "share of the evaluations after the first that beat every "
         "earlier one (1.0: the score set a new best at every evaluation)",
+        "score.drop_z": "score.drop_from_best in units of the score's own eval-to-eval scatter "
+        "(robust, from second differences, so a trend is not taken for noise): about 1 when "
+        "the best was a high point of a noisy band. None under 6 evaluations",
         "score.first_skill": "how far the first evaluation already was from chance to a "
         "perfect score, for a bounded higher-is-better score: (first - chance) / (perfect - "
         "chance), chance being half the perfect value for an AUC, 1 / num_classes for an "
@@ -410,7 +413,21 @@ def _score(ctx: FeatureContext) -> dict[str, Value]:
         "score.best_accuracy": accuracy,
         "score.first_skill": _first_skill(st, name, chance),
         "score.new_best_share": _new_best_share(values, st["higher_is_better"]),
+        "score.drop_z": _drop_z(values, st["drop_from_best"]),
     }
+
+
+def _drop_z(values: np.ndarray, drop: Value) -> float | None:
+    """How many eval-to-eval scatters the score's tail sits below its best."""
+    v = values[np.isfinite(values)]
+    if v.size < 6 or not isinstance(drop, float):
+        return None
+    second = v[1:-1] - 0.5 * (v[:-2] + v[2:])
+    # for independent noise of s.d. sigma, a second difference has s.d. sigma * sqrt(1.5)
+    sigma = float(1.4826 * np.median(np.abs(second)) / np.sqrt(1.5))
+    if sigma <= 0:
+        return None
+    return drop / sigma
 
 
 def _new_best_share(values: np.ndarray, higher_is_better: Value) -> float | None:
