@@ -1963,3 +1963,20 @@ def test_an_imagenet_example_console_with_its_starred_validation_lines() -> None
     assert acc.values.tolist() == [68.508] * 5
     assert acc.steps[0] == 200  # after epoch 1's last printed batch
     assert "eval/Epoch" not in run.metrics  # the training's " * Epoch 1, ..." summary
+
+
+def test_an_ngcf_style_recommender_console() -> None:
+    # "Epoch 19 [0.3s + 0.2s]: train==[0.02482=0.00444 + 0.02039], recall=[0.03130, 0.06594],
+    # ndcg=[0.01713, 0.02647]" (a real W&B console: tune43
+    # wb43d_eprhse_hypergraph_rec_recall_best_first_eval_earlystop, "no train or eval loss" at
+    # its blind measurement): the total loss before its parts, each metric at its first
+    # cut-off; the pre-training phase's epochs before it are set aside as an earlier run
+    files = _wandb_files("wb43d_eprhse_hypergraph_rec_recall_best_first_eval_earlystop")
+    (run,) = load_runs(files)
+    recall = run.metrics["eval/recall"]
+    assert recall.steps.tolist() == [19, 39, 59, 79, 99, 119]
+    assert recall.values[0] == pytest.approx(0.03130)
+    assert run.metrics["eval/ndcg"].values[-1] == pytest.approx(0.01389)
+    train = run.metrics["train/loss"]
+    assert train.values[train.steps.tolist().index(19)] == pytest.approx(0.02482)
+    assert run.meta.early_stopped

@@ -161,6 +161,14 @@ _METRIC_LOGGER_EVAL = re.compile(
     re.IGNORECASE,
 )
 _PLANNED_EPOCHS = re.compile(r"^start training for \[?(\d+)\]? epochs\b", re.IGNORECASE)
+#: NGCF's log and the recommenders copied from it (KGAT, LightGCN ports): ``Epoch 19 [0.3s +
+#: 0.2s]: train==[0.02482=0.00444 + 0.02039], recall=[0.03130, 0.06594], ndcg=[0.01713,
+#: 0.02647]``: the total loss before its parts, and each ranking metric at its first cut-off.
+_NGCF_LINE = re.compile(
+    rf"^epoch\s+(\d+)\s*\[[^\]]*\]\s*:\s*train\s*==\s*\[\s*{_NUM}\s*(?:=[^\]]*)?\](.*)$",
+    re.IGNORECASE,
+)
+_NGCF_METRIC = re.compile(rf"([A-Za-z][\w@-]*)\s*=\s*\[\s*{_NUM}")
 #: A loop's one line per logging step: ``Iteration 100/10000, Loss: 10.2377, Grad Norm: 0.0``,
 #: ``Step 20 | loss 1.23 | lr 3e-4`` (the total after the slash is the planned number of steps).
 _STEP_LINE = re.compile(
@@ -228,6 +236,7 @@ def sniff(path: Path) -> bool:
         for line in lines
         if any(p.match(line) for p in _PATTERNS)
         or _epoch_pairs(line)
+        or _ngcf_values(line)
         or _KERAS_EPOCH.match(line)
         or _KERAS_PROGRESS.search(line)
         or _HF_LOG.search(line)
@@ -410,6 +419,17 @@ def _epoch_batch_values(line: str) -> tuple[int, int | None, int, int, dict[str,
     if not _has_loss(values):
         return None
     return epoch, epochs, batch, per_epoch, values
+
+
+def _ngcf_values(line: str) -> tuple[int, dict[str, float]] | None:
+    """An NGCF-style epoch line: (epoch, its train loss and held-out ranking metrics)."""
+    m = _NGCF_LINE.match(line)
+    if m is None:
+        return None
+    values = {"loss": float(m[2])}
+    for name, value in _NGCF_METRIC.findall(m[3]):
+        values[f"val_{name}"] = float(value)
+    return int(m[1]), values
 
 
 def _step_values(line: str) -> tuple[int, int | None, dict[str, float]] | None:
@@ -783,6 +803,8 @@ def read_all(path: Path, *, aliases: dict[str, str] | None = None) -> list[Run]:
         elif keras_epoch is not None and (values := _keras_pairs(line)):
             rows.append({"epoch": keras_epoch, **values})
             keras_epoch = None
+        elif ngcf := _ngcf_values(line):
+            rows.append({"epoch": ngcf[0], **ngcf[1]})
         elif epoch_line := _epoch_pairs(line):
             epoch, total, values = epoch_line
             planned_epochs = total or planned_epochs
