@@ -28,6 +28,15 @@ def mad_sigma(x: np.ndarray) -> float:
     return float(1.4826 * np.median(np.abs(x - np.median(x))))
 
 
+def second_difference_sigma(v: np.ndarray) -> float:
+    """The robust point-to-point scatter of ``v`` (3 or more values) from its second
+    differences (each point against the mean of its two neighbours), so that a trend, straight
+    or V-shaped, is not taken for noise; 0.0 when most points sit on a straight line."""
+    second = v[1:-1] - 0.5 * (v[:-2] + v[2:])
+    # for independent noise of s.d. sigma, a second difference has s.d. sigma * sqrt(1.5)
+    return float(1.4826 * np.median(np.abs(second)) / np.sqrt(1.5))
+
+
 #: Windows are sorted directly (numpy only) while ``points x window`` stays under this; longer
 #: series use scipy's running-median filter (O(n log w)), imported only then.
 DIRECT_LIMIT = 2_000_000

@@ -13,6 +13,7 @@ from curvediag.features._stats import (
     mad_sigma,
     prefix_medians,
     rolling_median,
+    second_difference_sigma,
     sliding_medians,
 )
 from curvediag.features.loss import train_loss
@@ -526,9 +527,7 @@ def _scatter(t: np.ndarray) -> float:
     """The robust eval-to-eval scatter of log eval losses ``t`` (3 or more), from the second
     differences (each eval against the mean of its two neighbours), so that a trend, straight or
     V-shaped, is not taken for noise; floored at 1e-3."""
-    second = t[1:-1] - 0.5 * (t[:-2] + t[2:])
-    # for independent noise of s.d. sigma, a second difference has s.d. sigma * sqrt(1.5)
-    return max(float(1.4826 * np.median(np.abs(second)) / np.sqrt(1.5)), 1e-3)
+    return max(second_difference_sigma(t), 1e-3)
 
 
 def _local_baseline(t: np.ndarray) -> np.ndarray:

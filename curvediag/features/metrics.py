@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from curvediag.errors import InsufficientDataError
+from curvediag.features._stats import second_difference_sigma
 from curvediag.features.registry import FeatureContext, Value, feature_family, feature_group
 from curvediag.model import Run
 
@@ -422,9 +423,7 @@ def _drop_z(values: np.ndarray, drop: Value) -> float | None:
     v = values[np.isfinite(values)]
     if v.size < 6 or not isinstance(drop, float):
         return None
-    second = v[1:-1] - 0.5 * (v[:-2] + v[2:])
-    # for independent noise of s.d. sigma, a second difference has s.d. sigma * sqrt(1.5)
-    sigma = float(1.4826 * np.median(np.abs(second)) / np.sqrt(1.5))
+    sigma = second_difference_sigma(v)
     if sigma <= 0:
         return None
     return drop / sigma

@@ -157,7 +157,7 @@ _METRIC_LOGGER_LINE = re.compile(
     r"^epoch\s*:\s*\[\s*(\d+)\s*\]\s*\[\s*(\d+)\s*/\s*(\d+)\s*\]\s+(.*\S)\s*$", re.IGNORECASE
 )
 _METRIC_LOGGER_EVAL = re.compile(
-    r"^(?:(?:test|val|valid|validation|eval)\s+stats\s*:|\*{1,2})\s+(?!epoch\b)(.*\S)\s*$",
+    rf"^(?:(?:{_HELD_OUT_SPLIT})\s+stats\s*:|\*{{1,2}})\s+(?!epoch\b)(.*\S)\s*$",
     re.IGNORECASE,
 )
 _PLANNED_EPOCHS = re.compile(r"^start training for \[?(\d+)\]? epochs\b", re.IGNORECASE)
@@ -316,9 +316,14 @@ def _epoch_pairs(line: str) -> tuple[int, int | None, dict[str, float]] | None:
     if _HELD_OUT_WORD.search(split):
         # "Val Epoch 3: loss 0.61", "[Diff-Val(Test-Normal)] Epoch 001: loss = 0.0072": the
         # held-out set's values, unless their own names say otherwise
-        values = {k if _SPLIT_WORD.search(k) else f"val_{k}": v for k, v in values.items()}
+        values = _held_out(values)
     total = m["total"]
     return int(m["epoch"]), int(total) if total else None, values
+
+
+def _held_out(values: dict[str, float]) -> dict[str, float]:
+    """A held-out split's values: each name gets the split, unless it says its own."""
+    return {k if _SPLIT_WORD.search(k) else f"val_{k}": v for k, v in values.items()}
 
 
 def _record(line: str) -> tuple[bool, dict[str, float]]:
@@ -781,9 +786,7 @@ def read_all(path: Path, *, aliases: dict[str, str] | None = None) -> list[Run]:
         elif batched and (m := _METRIC_LOGGER_EVAL.match(line)) and (v := _pairs(m[1])):
             # the held-out pass after an epoch's batches: at the step of the last of them
             batched.append((len(rows), *batched[-1][1:]))
-            rows.append(
-                {"step": 0, **{k if _SPLIT_WORD.search(k) else f"val_{k}": x for k, x in v.items()}}
-            )
+            rows.append({"step": 0, **_held_out(v)})
         elif m := _PLANNED_EPOCHS.match(line):
             planned_epochs = int(m[1])
         elif values := _bar_values(line):
