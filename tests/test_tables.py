@@ -1826,6 +1826,35 @@ def test_a_utf16_console_log_is_read(tmp_path: Path) -> None:
     assert be.metrics["eval/loss"].values.tolist() == pytest.approx([1.2, 0.6, 0.4])
 
 
+def test_a_gbk_console_log_is_read(tmp_path: Path) -> None:
+    # a console captured on a Chinese Windows machine is GBK: "开始PPO训练..." then "Epoch
+    # 10/100: reward=-1409.2241, baseline=-752.7352, loss=-926.6737" (a real one: holdout44
+    # txt44f_mao_coloring_transformer_ppo_reward_flat_loss_spike_ep50, "not UTF-8 text" at its
+    # blind measurement)
+    folder = REAL / "txt44f_mao_coloring_transformer_ppo_reward_flat_loss_spike_ep50"
+    real = folder / "train_log.txt"
+    raw = real.read_bytes()
+    with pytest.raises(UnicodeDecodeError):
+        raw.decode("utf-8")
+    (run,) = load_runs(real)
+    assert run.meta.num_train_epochs == 100
+    loss = run.metrics["train/loss"]
+    assert len(loss) == 10 and loss.values[4] == pytest.approx(96264.2578)
+    assert any("read as GBK" in w for w in run.warnings)
+    # bytes that no legacy code page explains become U+FFFD; the ASCII around them is kept
+    log = tmp_path / "train.log"
+    lines = [f"Epoch {e}/5: loss={1 / e:.3f} \xff\x80\n".encode("latin-1") for e in (1, 2, 3)]
+    log.write_bytes(b"".join(lines))
+    (odd,) = load_runs(log)
+    assert odd.metrics["train/loss"].values.tolist() == pytest.approx([1.0, 0.5, 0.333])
+    assert any("U+FFFD" in w for w in odd.warnings)
+    # binary data is still refused
+    binary = tmp_path / "model.log"
+    binary.write_bytes(b"Epoch 1/5: loss=1.0\n" * 3 + b"\x00\x01\xff")
+    with pytest.raises(CurvediagError):
+        load_runs(binary)
+
+
 def test_a_drawn_progress_bar_with_its_values_in_fields() -> None:
     # "Training [===  ] 8.5% 5000/58874 | 4.62 it/s | ETA: 11664.8 s | loss=3.910492 |
     # validation_loss=3.908841" (a real one: holdout40 txt40f_cgpt_104m_fineweb_edu_1epoch_healthy,

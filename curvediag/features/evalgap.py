@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 
 from curvediag.errors import InsufficientDataError
@@ -16,7 +14,7 @@ from curvediag.features._stats import (
     second_difference_sigma,
     sliding_medians,
 )
-from curvediag.features.loss import train_loss
+from curvediag.features.loss import epoch_means, train_loss
 from curvediag.features.registry import FeatureContext, Value, feature_group
 
 #: Evaluations ``eval.scatter`` needs: with fewer, a running median of five is most of the run.
@@ -187,6 +185,8 @@ def _eval_trend(v: np.ndarray) -> dict[str, Value]:
         "eval.rising_share": "eval.rising_evals / eval.evals_after_min: 1.0 when every "
         "evaluation after the minimum stayed above it (None when the minimum is the last)",
         "eval.improvement": "fractional decrease from the first eval loss to the minimum",
+        "eval.giveback": "(last - minimum) / (first - minimum) of the eval loss: the share of "
+        "its descent given back by the end; None when the minimum is the first evaluation",
         "eval.change": "fractional change from the first to the last eval loss",
         "eval.spread": "(max - min) / |median| of the finite eval losses",
         "eval.scatter": "robust scatter of the log eval loss around its running median over 5 "
@@ -278,6 +278,7 @@ def _eval(ctx: FeatureContext) -> dict[str, Value]:
         "eval.rising_evals": rising,
         "eval.rising_share": rising / (v.size - 1 - i_min) if v.size - 1 > i_min else None,
         "eval.improvement": -scale.ratio(float(t[i_min] - t[0])),
+        "eval.giveback": float((v[-1] - v[i_min]) / (v[0] - v[i_min])) if v[0] > v[i_min] else None,
         "eval.change": scale.ratio(float(t[-1] - t[0])),
         "eval.spread": float((v.max() - v.min()) / med),
         "eval.scatter": _trend_scatter(v),
@@ -310,22 +311,15 @@ def _eval(ctx: FeatureContext) -> dict[str, Value]:
     return out
 
 
-#: The per-epoch mean of the train loss a loop logs beside its per-step curve: Lightning's
-#: ``train_loss_epoch`` (``on_epoch=True``), a loop's ``epoch_loss``; not a held-out split's.
-_EPOCH_MEAN = re.compile(r"^train/(?:(?:.*[/_])?train_)?(?:loss_epoch|epoch_loss)$")
-
-
 def _epoch_mean_change(ctx: FeatureContext, start: int, end: int) -> float | None:
     """Change of the train loss's per-epoch means from step ``start`` to step ``end`` (both
     logged there, as Lightning logs the epoch's mean at the step of its validation), or None."""
-    names = [k for k in ctx.run.metrics if _EPOCH_MEAN.match(k)]
-    if len(names) != 1 or end <= start:
+    means = epoch_means(ctx)
+    if means is None or end <= start:
         return None
-    es, ev = ctx.series(names[0])
-    ls, lv = ctx.series("train/loss")
+    es, ev = means
+    _, lv = ctx.series("train/loss")
     lv = lv[np.isfinite(lv)]
-    if es.size < 3 or es.size >= ls.size or lv.size == 0:
-        return None
     at = {int(x): float(y) for x, y in zip(es, ev, strict=True)}
     a, b = at.get(start), at.get(end)
     if a is None or b is None or a <= 0:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from curvediag.errors import InsufficientDataError
@@ -290,6 +292,69 @@ def _quarters(ctx: FeatureContext) -> dict[str, Value]:
     meds = [float(np.median(q)) for q in np.array_split(v, 4)]
     low = min(meds[:3])
     return {"quarters.last_rise": meds[3] / low - 1.0 if low > 0 else None}
+
+
+#: A log at least this multiple of the one before it is a step of a blow-up.
+_BLOWUP_STEP = 2.0
+
+
+@feature_group(
+    "blowup",
+    requires=["train/loss"],
+    features={
+        "loss.blowup_logs": "how many of the last finite train-loss logs each were at least "
+        f"{_BLOWUP_STEP:g}x the one before: an explosion in progress (the robust tail and "
+        "smoothed curve do not move until it is half the tail); None under 2",
+        "loss.blowup_factor": "the last finite train loss over the highest one before that "
+        "climb began (None as for loss.blowup_logs)",
+    },
+)
+def _blowup(ctx: FeatureContext) -> dict[str, Value]:
+    steps, values, _ = train_loss(ctx)
+    _, v = _finite_prefix(steps, values)
+    n = 0
+    while n + 1 < v.size and v[-n - 2] > 0 and v[-n - 1] >= _BLOWUP_STEP * v[-n - 2]:
+        n += 1
+    before = v[: v.size - n]
+    if n < 2 or before.size == 0 or float(before.max()) <= 0:
+        return {"loss.blowup_logs": None, "loss.blowup_factor": None}
+    return {"loss.blowup_logs": n, "loss.blowup_factor": float(v[-1] / before.max())}
+
+
+#: The per-epoch mean of the train loss a loop logs beside its per-step curve: Lightning's
+#: ``train_loss_epoch`` (``on_epoch=True``), a loop's ``epoch_loss``; not a held-out split's.
+_EPOCH_MEAN = re.compile(r"^train/(?:(?:.*[/_])?train_)?(?:loss_epoch|epoch_loss)$")
+
+
+def epoch_means(ctx: FeatureContext) -> tuple[np.ndarray, np.ndarray] | None:
+    """The finite per-epoch means of the train loss, when the run logs exactly one such series
+    beside a per-step curve with more logs than it (at least 3 epochs), else None."""
+    names = [k for k in ctx.run.metrics if _EPOCH_MEAN.match(k)]
+    if len(names) != 1:
+        return None
+    es, ev = ctx.finite_series(names[0])
+    _, lv = ctx.finite_series("train/loss")
+    if es.size < 3 or es.size >= lv.size or lv.size == 0:
+        return None
+    return es, ev
+
+
+@feature_group(
+    "epoch_means",
+    requires=["train/loss"],
+    features={
+        "loss.epoch_mean_rise": "the last per-epoch mean of the train loss (Lightning's "
+        "train_loss_epoch, a loop's epoch_loss) over its lowest per-epoch mean, minus 1; None "
+        "when the run logs no such means. Each mean averages every batch of its epoch, so it "
+        "tells a climbing loss from single-batch logs that scatter",
+    },
+)
+def _epoch_means(ctx: FeatureContext) -> dict[str, Value]:
+    means = epoch_means(ctx)
+    if means is None:
+        return {"loss.epoch_mean_rise": None}
+    low, last = float(means[1].min()), float(means[1][-1])
+    return {"loss.epoch_mean_rise": last / low - 1.0 if low > 0 else None}
 
 
 @feature_group(

@@ -19,7 +19,8 @@ from curvediag.model import Run
         "lr.last": "last logged learning rate",
         "lr.final_ratio": "last / peak learning rate",
         "lr.has_warmup": "the learning rate rose from below half its peak to the peak",
-        "lr.warmup_end_step": "first step at which the learning rate reached ~its peak",
+        "lr.warmup_end_step": "first step at which the learning rate reached ~its peak (~the top "
+        "of its first rise when it later climbs well past the configured rate)",
         "lr.constant": "the learning rate never changed by more than 1%",
         "lr.constant_after_peak": "from its peak to the end the learning rate changed by less "
         "than 1% (no decay)",
@@ -50,8 +51,16 @@ def _lr(ctx: FeatureContext) -> dict[str, Value]:
     peak = float(values.max())
     i_peak = int(np.argmax(values))
     first = float(values[0])
-    reach = int(np.argmax(values >= ctx.settings.warmup_reach_share * peak))
-    has_warmup = bool(peak > 0 and first < ctx.settings.warmup_start_share * peak and reach > 0)
+    top = peak
+    configured = ctx.run.meta.learning_rate
+    if configured and 0 < configured < peak / 1.5:
+        # a rate that later climbs well past the configured one (a schedule bug,
+        # lr-above-configured) did not "warm up" to that height: warmup is the first rise,
+        # up to where the rate first stops climbing
+        falls = np.flatnonzero(np.diff(values) < 0)
+        top = float(values[int(falls[0])]) if falls.size else peak
+    reach = int(np.argmax(values >= ctx.settings.warmup_reach_share * top))
+    has_warmup = bool(top > 0 and first < ctx.settings.warmup_start_share * top and reach > 0)
     constant = bool(peak > 0 and (peak - float(values.min())) <= 0.01 * peak)
     after = values[i_peak:]
     constant_after = bool(

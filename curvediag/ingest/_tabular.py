@@ -123,6 +123,26 @@ def decode_text(path: Path, raw: bytes, what: str) -> str:
         ) from None
 
 
+def decode_console(path: Path, raw: bytes, what: str) -> tuple[str, str | None]:
+    """Text of a console log, and a note when it was not UTF-8.
+
+    A console captured on Windows is written in the system's code page: GBK on a Chinese
+    machine, whose messages would otherwise make the whole log unreadable. Such a file is
+    decoded as GB18030 (a superset of GBK); failing that, any byte that is not UTF-8 becomes
+    U+FFFD, which never swallows the ASCII the numbers and names of a log are written in.
+    Binary data (NUL bytes) is still refused."""
+    try:
+        return decode_text(path, raw, what), None
+    except MalformedRunError:
+        if b"\x00" in _from_utf16(raw)[:SNIFF_BYTES]:
+            raise
+    try:
+        return raw.decode("gb18030"), "the log is not UTF-8: it was read as GBK (GB18030) text"
+    except UnicodeDecodeError:
+        text = raw.decode("utf-8", "replace")
+        return text, "the log is not UTF-8: bytes that are not were read as U+FFFD"
+
+
 def read_text(path: Path, what: str) -> str:
     return decode_text(path, read_bytes(path), what)
 

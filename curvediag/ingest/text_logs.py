@@ -66,8 +66,9 @@ from curvediag.errors import MalformedRunError
 from curvediag.ingest._tabular import (
     TENSOR_REPR,
     TableReader,
+    decode_console,
     head_bytes,
-    read_text,
+    read_bytes,
     rows_table,
 )
 from curvediag.ingest.csv_logs import plain_run
@@ -750,8 +751,16 @@ def _onmt_runs(
 
 def read_all(path: Path, *, aliases: dict[str, str] | None = None) -> list[Run]:
     """The runs in a nanoGPT, build-nanogpt, llm.c, per-epoch, Hugging Face Trainer console
-    or OpenNMT-py text log."""
-    text = read_text(path, "text training log")
+    or OpenNMT-py text log (UTF-8, or a console's legacy code page: see decode_console)."""
+    text, note = decode_console(path, read_bytes(path), "text training log")
+    runs = _read_text(path, text, aliases)
+    if note:
+        for run in runs:
+            run.warnings.append(note)
+    return runs
+
+
+def _read_text(path: Path, text: str, aliases: dict[str, str] | None) -> list[Run]:
     entries = _hf_entries(text)
     if any("loss" in e or "eval_loss" in e for _, e in entries):
         return _hf_runs(path, text, entries, aliases)
