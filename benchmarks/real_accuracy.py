@@ -13,8 +13,8 @@ with two baselines run on the same series:
   at least 0.1%), Overfit ((mean eval - mean train) / mean train > 0.1) and ExplodingTensor
   (any NaN/Inf in a logged value).
 
-Scores, per label category and overall, for each split (``tune`` to ``tune43``: runs the rules
-may be tuned on; ``holdout44``: runs collected later and never tuned on), the tunable and held-out
+Scores, per label category and overall, for each split (``tune`` to ``tune44``: runs the rules
+may be tuned on; ``holdout45``: runs collected later and never tuned on), the tunable and held-out
 halves, and all of them:
 recall (expected problems found), precision (claimed problems that the label supports) and the
 share of healthy runs given a warning or worse. Writes ``benchmarks/results/real_accuracy.md``.
@@ -612,9 +612,10 @@ def main(argv: list[str] | None = None) -> int:
         "session, measured blind at c50b08e and tunable since; `tune42`: `holdout42`, 24 runs "
         "collected the same way later in the fifteenth session, measured blind at c333d94 and "
         "tunable since; `tune43`: `holdout43`, 24 runs collected the same way later in the "
-        "fifteenth session, measured blind at 9a9e837 and tunable since; `holdout44`: 20 runs "
-        "collected the same way at the end of the fifteenth session, never tuned on (see "
-        "LABELLING.md for every blind measurement).",
+        "fifteenth session, measured blind at 9a9e837 and tunable since; `tune44`: `holdout44`, "
+        "20 runs collected the same way at the end of the fifteenth session, measured blind at "
+        "f1bda64 and tunable since; `holdout45`: 24 runs collected the same way in the "
+        "sixteenth session, never tuned on (see LABELLING.md for every blind measurement).",
         "",
         "Recall: labelled problems found (a finding of the label's category or a synonym). "
         "Precision: findings whose category the label supports (`expected` or `acceptable`; "
