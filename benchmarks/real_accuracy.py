@@ -109,6 +109,7 @@ RULE_CATEGORY: dict[str, str | None] = {
     # rules over the run's own eval score (accuracy, F1, BLEU, WER ...), not only the loss
     "eval-score-falls-after-best": "overfitting",
     "eval-score-at-chance": "not-learning",
+    "eval-loss-at-chance-level": "not-learning",
     "rl-reward-no-signal": "not-learning",
     # reinforcement-learning runs, judged by their episode return
     "rl-return-not-improving": "not-learning",

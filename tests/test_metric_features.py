@@ -34,6 +34,11 @@ from curvediag.testing.synth import make_run
         ("eval/precision@5", True),
         ("eval/recall@10", True),
         ("eval/hits@1", True),
+        # a detector's mAP at an IoU threshold: Ultralytics' columns (tune17
+        # csv17d_kitti_yolov8m_detect had its noisy precision(B) taken as its score)
+        ("eval/mAP50(B)", True),
+        ("eval/mAP50-95(B)", True),
+        ("eval/mAP75", True),
         ("eval/loss", False),
         ("eval/wer", False),
         ("eval/cer", False),

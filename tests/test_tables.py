@@ -1855,6 +1855,28 @@ def test_a_gbk_console_log_is_read(tmp_path: Path) -> None:
         load_runs(binary)
 
 
+def test_a_title_line_above_a_csv_header_is_skipped() -> None:
+    # "model_history_log" above "epoch;accuracy;loss;val_accuracy;val_loss" (a Keras CSVLogger
+    # file, CRLF; a real one: holdout45 csv45e_speech_digit_cnn_keras_semicolon, "no step
+    # column ... columns: 'model_history_log'" at its blind measurement)
+    folder = REAL / "csv45e_speech_digit_cnn_keras_semicolon"
+    (run,) = load_runs(folder / "model_history_log.csv")
+    assert len(run.metrics["train/loss"]) == 17
+    assert run.metrics["eval/loss"].values[6] == pytest.approx(0.1439, abs=5e-5)
+    assert any("'model_history_log') is a title" in w for w in run.warnings)
+
+
+def test_ultralytics_metrics_are_the_evaluation_s() -> None:
+    # Ultralytics computes results.csv's metrics/* columns on the validation set after each
+    # epoch (a real one: holdout45 csv45e_coal_yolov8_cls_val_stalls, whose top-1 accuracy was
+    # read as a train metric at its blind measurement): they are eval scores
+    (run,) = load_runs(REAL / "csv45e_coal_yolov8_cls_val_stalls" / "results.csv")
+    assert "eval/accuracy_top1" in run.metrics and "train/metrics/accuracy_top1" not in run.metrics
+    assert run.metrics["eval/accuracy_top1"].values[0] == pytest.approx(0.32979)
+    (det,) = load_runs(REAL / "csv17d_kitti_yolov8m_detect" / "results.csv")
+    assert {"eval/mAP50(B)", "eval/mAP50-95(B)", "eval/precision(B)"} <= set(det.metrics)
+
+
 def test_a_drawn_progress_bar_with_its_values_in_fields() -> None:
     # "Training [===  ] 8.5% 5000/58874 | 4.62 it/s | ETA: 11664.8 s | loss=3.910492 |
     # validation_loss=3.908841" (a real one: holdout40 txt40f_cgpt_104m_fineweb_edu_1epoch_healthy,

@@ -19,6 +19,7 @@ import numpy as np
 from curvediag.errors import InsufficientDataError
 from curvediag.features.evalgap import _smoothed_train_at
 from curvediag.features.loss import train_loss
+from curvediag.features.metrics import CLASS_KEYS
 from curvediag.features.registry import FeatureContext, Value, feature_group
 
 #: Words in a run's name or configuration that say it trains adapters, not the whole model.
@@ -241,14 +242,17 @@ def _zero_box_parts(ctx: FeatureContext) -> tuple[str | None, int | None]:
     requires=["train/loss"],
     features={
         "chance.k": "number of classes whose chance-level loss ln(K) the final loss sits at "
-        "(K from the run's num_labels / id2label / vocab_size, else 2), or None",
+        "(K from the run's num_labels / num_classes / id2label / vocab_size, else 2), or None",
         "chance.level": "ln(K), the cross-entropy of a uniform guess over K classes",
         "chance.distance": "|final loss - ln(K)| / ln(K)",
         "chance.nats": "|final loss - ln(K)| in nats: exp of it is how many times more (or less) "
         "probability the model puts on the right class than a uniform guess",
         "chance.eval_min_ratio": "the lowest eval loss / ln(K): below 1 the model beat a "
         "uniform guess on held-out data (None without an eval loss)",
-        "chance.source": "where K came from: num_labels, id2label, vocab_size, binary, a "
+        "chance.k_named": "whether K is the run's own class count (num_labels, num_classes, "
+        "id2label), not a vocabulary, the binary default nor a guessed common count",
+        "chance.source": "where K came from: num_labels (num_classes, n_classes, ...), "
+        "id2label, vocab_size, binary, a "
         "common class count (10, 100, 1000: only within 1% of its ln, when the run names no "
         "num_labels) or a common vocabulary size (only within 0.5% of its ln, when the run "
         "names no vocab_size)",
@@ -263,7 +267,7 @@ def _chance(ctx: FeatureContext) -> dict[str, Value]:
     tail = float(np.median(v[-k_tail:]))
     hp = _hp(ctx)
     cands: list[tuple[int, str]] = []
-    for key in ("num_labels", "vocab_size"):
+    for key in (*CLASS_KEYS, "vocab_size"):
         x = hp.get(key)
         if isinstance(x, (int, float)) and not isinstance(x, bool) and x >= 2:
             cands.append((int(x), key))
@@ -271,7 +275,7 @@ def _chance(ctx: FeatureContext) -> dict[str, Value]:
     if isinstance(id2label, dict) and len(id2label) >= 2:
         cands.append((len(id2label), "id2label"))
     cands.append((2, "binary"))
-    if not any(src in ("num_labels", "id2label") for _, src in cands):
+    if not any(src in (*CLASS_KEYS, "id2label") for _, src in cands):
         cands += [(k, f"the {name} class count") for k, name in COMMON_CLASS_COUNTS.items()]
     if "vocab_size" not in hp:
         cands += [(k, f"the {name} vocabulary size") for k, name in COMMON_VOCABS.items()]
@@ -295,6 +299,7 @@ def _chance(ctx: FeatureContext) -> dict[str, Value]:
         "chance.nats": d * math.log(k),
         "chance.eval_min_ratio": float(finite.min()) / math.log(k) if finite.size else None,
         "chance.source": src,
+        "chance.k_named": src in (*CLASS_KEYS, "id2label"),
     }
 
 

@@ -121,7 +121,11 @@ _SCORE_ORDER = (
     ("precision", "prec", "recall", "iou", "miou", "dice", "pearson", "spearman", "r2"),
 )
 _ACCURACY = {"accuracy", "acc", "acc1", "top1"}
-_CLASS_KEYS = ("num_labels", "num_classes", "n_classes", "nb_classes", "number_of_classes")
+#: A detector's mAP at an IoU threshold: Ultralytics' mAP50(B), mAP50-95(B), COCO's mAP75.
+_MAP_AT_IOU = re.compile(r"map\d+")
+#: Where a run names its class count (a Trainer config's num_labels, a Lightning hparams.yaml's
+#: num_classes, ...).
+CLASS_KEYS = ("num_labels", "num_classes", "n_classes", "nb_classes", "number_of_classes")
 _TOKEN = re.compile(r"[a-z0-9@]+")
 
 
@@ -134,7 +138,7 @@ def direction(name: str) -> bool | None:
     the name does not say. The last word that decides wins (``eval/loss_acc`` -> higher)."""
     verdict: bool | None = None
     for t in _tokens(name):
-        if t in _HIGHER or t.startswith(_HIGHER_PREFIX):
+        if t in _HIGHER or t.startswith(_HIGHER_PREFIX) or _MAP_AT_IOU.fullmatch(t):
             verdict = True
         elif t in _LOWER:
             verdict = False
@@ -260,7 +264,7 @@ def _error_reduction(st: dict[str, Value], name: str) -> float | None:
 
 def _num_classes(run: Run) -> int | None:
     hp: dict[str, Any] = run.meta.hyperparameters
-    for key in _CLASS_KEYS:
+    for key in CLASS_KEYS:
         v = hp.get(key)
         if isinstance(v, (int, float)) and not isinstance(v, bool) and 2 <= v <= 100_000:
             return int(v)

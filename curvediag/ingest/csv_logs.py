@@ -567,17 +567,26 @@ def _planned_steps(table: Table) -> int | None:
     return int(total[-1])
 
 
+#: A first line that is one bare name, with no separator: a title, not a header.
+_TITLE_LINE = re.compile(r"^\s*[A-Za-z][\w.\- ]{0,80}\s*$")
+
+
 def read_plain_csv(path: Path, *, aliases: dict[str, str] | None = None) -> list[Run]:
     """Read a CSV/TSV log with a step column."""
-    text = read_text(path, "CSV log")
-    header = text.lstrip("\ufeff").split("\n", 1)[0]
+    text = read_text(path, "CSV log").lstrip("\ufeff")
+    warnings: list[str] = []
+    first, _, rest = text.partition("\n")
+    if _TITLE_LINE.match(first) and any(c in rest.split("\n", 1)[0] for c in ",;\t"):
+        # a title line above the header (a CSVLogger file someone named: "model_history_log")
+        text = rest
+        warnings.append(f"the first line of {path.name} ({first.strip()!r}) is a title: skipped")
+    header = text.split("\n", 1)[0]
     suffix = path.suffix.lower()
     sep = "\t" if suffix == ".tsv" else ","
     if suffix in _TABLE_LOG_SUFFIXES:
         sep = table_log_delimiter(header) or sep
     if sep == "," and ";" in header and "," not in header:
         sep = ";"  # Keras' CSVLogger(separator=";")
-    warnings: list[str] = []
     if _headerless_loss_pairs(path, text, sep):
         # "0,0.4069" rows with no header in loss.csv / losses.csv: a row counter and the loss
         text = f"step{sep}loss\n" + text
@@ -698,6 +707,13 @@ def plain_run(
         ok = np.ones(table.nrows, dtype=bool)
         cols.append(step_name)
     counts = {c: table.columns[c].count for c in cols}
+    if path.name == "results.csv" and any(c.startswith("val/") for c in cols):
+        # Ultralytics computes its metrics/* columns (accuracy_top1, mAP50(B), ...) on the
+        # validation set after each epoch: they are the evaluation's scores
+        aliases = {
+            **{c: "eval/" + c.split("/", 1)[1] for c in cols if c.startswith("metrics/")},
+            **(aliases or {}),
+        }
     names, msgs = assign_names(cols, lambda c: canonical_name(c, extra=aliases), counts)
     warnings.extend(msgs)
     wall = wall_column(table, [wall_name]) if wall_name else None
