@@ -358,6 +358,7 @@ def infer_loss_series(run: Run) -> None:
                 train_c.append(k)
         if train_c or eval_c:
             break
+    train_leaf: str | None = None
     for target, cands, prefer in (
         ("train/loss", train_c, (("train",), *_TOTAL_WORDS)),
         (
@@ -371,10 +372,17 @@ def infer_loss_series(run: Run) -> None:
         if target in run.metrics or not cands:
             continue
         chosen = _pick(sorted(cands), prefer)
+        if chosen is None and target == "eval/loss" and train_leaf:
+            # several eval losses (PackedNLLLoss, PackedMSELoss, ...): the one the train loss
+            # was taken from, evaluated
+            same = [c for c in cands if c.lower().rsplit("/", 1)[-1] == train_leaf]
+            chosen = same[0] if len(same) == 1 else None
         if chosen is None:
             continue
         run.metrics[target] = run.metrics[chosen].model_copy(update={"name": target})
         run.warnings.append(f"{target} is taken from {chosen!r}")
+        if target == "train/loss":
+            train_leaf = chosen.lower().rsplit("/", 1)[-1]
     if "train/loss" not in run.metrics and "eval/loss" not in run.metrics:
         _negate_log_probs(run)
 

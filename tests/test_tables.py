@@ -1877,6 +1877,27 @@ def test_ultralytics_metrics_are_the_evaluation_s() -> None:
     assert {"eval/mAP50(B)", "eval/mAP50-95(B)", "eval/precision(B)"} <= set(det.metrics)
 
 
+def test_ultralytics_epochs_without_validation_hold_no_eval() -> None:
+    # trained with val=False, Ultralytics writes 0 in every val/* and metrics/* cell until the
+    # final validation (a real one: holdout46 csv46e_yolo11n_drone_val_off_still_falling, whose
+    # eval loss "never improved on its first value, 0" at its blind measurement)
+    (run,) = load_runs(REAL / "csv46e_yolo11n_drone_val_off_still_falling" / "results.csv")
+    assert run.metrics["eval/loss"].steps.tolist() == [20]
+    assert run.metrics["eval/mAP50(B)"].values.tolist() == pytest.approx([0.94799])
+    assert len(run.metrics["train/loss"]) == 20
+    assert any("no validation ran" in w for w in run.warnings)
+
+
+def test_the_eval_loss_of_the_same_name_as_the_train_loss() -> None:
+    # uni2ts logs train/PackedNLLLoss beside val/PackedNLLLoss, val/PackedMSELoss and
+    # val/PackedNRMSELoss (a real one: holdout46
+    # tb46b_moirai_etth1_finetune_val_nll_far_above_train, whose eval loss was left unread at its
+    # blind measurement): the eval loss is the one the train loss was taken from
+    (run,) = load_runs(REAL / "tb46b_moirai_etth1_finetune_val_nll_far_above_train")
+    assert "eval/loss is taken from 'eval/PackedNLLLoss'" in run.warnings
+    assert run.metrics["eval/loss"].values[0] == pytest.approx(12.38, abs=0.01)
+
+
 def test_a_drawn_progress_bar_with_its_values_in_fields() -> None:
     # "Training [===  ] 8.5% 5000/58874 | 4.62 it/s | ETA: 11664.8 s | loss=3.910492 |
     # validation_loss=3.908841" (a real one: holdout40 txt40f_cgpt_104m_fineweb_edu_1epoch_healthy,

@@ -548,7 +548,11 @@ def _eval_args(ctx: FeatureContext, trainer_run: bool | None) -> dict[str, Value
             "load_best_model_at_end=True",
         }
     return {
-        "cfg.eval_every_arg": f"an evaluation on held-out data every {every} steps"
+        "cfg.eval_every_arg": (
+            "an evaluation on held-out data after every step"
+            if every == 1
+            else f"an evaluation on held-out data every {every} steps"
+        )
         if every
         else "an evaluation on held-out data about every 5% of the steps",
         "cfg.keep_best_arg": "a checkpoint saved at each evaluation, keeping the one with the "

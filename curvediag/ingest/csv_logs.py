@@ -45,6 +45,7 @@ import numpy as np
 
 from curvediag.errors import MalformedRunError
 from curvediag.ingest._tabular import (
+    Column,
     Table,
     TableReader,
     assign_names,
@@ -710,6 +711,7 @@ def plain_run(
     if path.name == "results.csv" and any(c.startswith("val/") for c in cols):
         # Ultralytics computes its metrics/* columns (accuracy_top1, mAP50(B), ...) on the
         # validation set after each epoch: they are the evaluation's scores
+        _drop_skipped_validations(table, cols, warnings)
         aliases = {
             **{c: "eval/" + c.split("/", 1)[1] for c in cols if c.startswith("metrics/")},
             **(aliases or {}),
@@ -734,6 +736,27 @@ def plain_run(
         if patience is not None:
             _yolo_early_stop(run, table, patience)
     return _finish(run, restarts, dropped=dropped, table=table)
+
+
+def _drop_skipped_validations(table: Table, cols: list[str], warnings: list[str]) -> None:
+    """Ultralytics trained with ``val=False`` validates after the last epoch only and writes
+    0 in every val/* and metrics/* cell of the others: those rows hold no evaluation."""
+    held_out = [c for c in cols if c.startswith(("val/", "metrics/"))]
+    skipped = np.ones(table.nrows, dtype=bool)
+    for c in held_out:
+        col = table.columns[c]
+        skipped &= col.present & (col.values == 0.0)
+    if not skipped.any() or skipped.all():
+        return
+    for c in held_out:
+        col = table.columns[c]
+        table.columns[c] = Column(
+            values=np.where(skipped, np.nan, col.values), present=col.present & ~skipped
+        )
+    warnings.append(
+        f"{int(skipped.sum())} rows have 0 in every val/ and metrics/ column: no validation ran "
+        "after those epochs (val=False), so they are left out of the eval curves"
+    )
 
 
 def _yolo_early_stop(run: Run, table: Table, patience: int) -> None:
