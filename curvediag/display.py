@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
+from curvediag.render import counted, steps_done
 from curvediag.render import step_span as _span
 
 if TYPE_CHECKING:
@@ -298,11 +299,9 @@ def finding_html(f: Finding) -> str:
 
 def _run_facts(run: Run) -> str:
     parts = []
-    last = run.last_step
-    if last is not None:
-        planned = f" of {run.meta.max_steps}" if run.meta.max_steps else ""
-        parts.append(f"{last}{planned} steps")
-    parts.append(f"{len(run.metrics)} metrics")
+    if (done := steps_done(run)) is not None:
+        parts.append(done)
+    parts.append(counted(len(run.metrics), "metric"))
     if run.meta.finished is True:
         parts.append("finished")
     elif run.meta.finished is False:

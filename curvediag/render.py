@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from curvediag.escape import cell, terminal
 
 if TYPE_CHECKING:
-    from curvediag.model import Diagnosis, Finding
+    from curvediag.model import Diagnosis, Finding, Run
 
 __all__ = ["diagnosis_markdown", "diagnosis_text"]
 
@@ -27,19 +27,32 @@ def step_span(f: Finding) -> str:
     return f"steps {a}-{b}"
 
 
+def counted(n: int, word: str) -> str:
+    """``1 step``, ``3 steps``."""
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def steps_done(run: Run) -> str | None:
+    """``412 of 1000 steps``, ``1 step``; None when the run logged no step."""
+    last = run.last_step
+    if last is None:
+        return None
+    if run.meta.max_steps:
+        return f"{last} of {run.meta.max_steps} steps"
+    return counted(last, "step")
+
+
 def _run_line(d: Diagnosis) -> str:
     run = d.run
     parts = []
-    last = run.last_step
-    if last is not None:
-        planned = f" of {run.meta.max_steps}" if run.meta.max_steps else ""
-        parts.append(f"{last}{planned} steps")
+    if (done := steps_done(run)) is not None:
+        parts.append(done)
     loss = run.get("train/loss")
     if loss is not None:
-        parts.append(f"{len(loss)} train-loss logs")
+        parts.append(counted(len(loss), "train-loss log"))
     ev = run.get("eval/loss")
     if ev is not None:
-        parts.append(f"{len(ev)} evaluations")
+        parts.append(counted(len(ev), "evaluation"))
     if run.meta.finished is True:
         parts.append("finished")
     elif run.meta.finished is False:

@@ -15,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import curvediag
 from curvediag.errors import (
     CurvediagError,
     MalformedRunError,
@@ -1896,6 +1897,28 @@ def test_the_eval_loss_of_the_same_name_as_the_train_loss() -> None:
     (run,) = load_runs(REAL / "tb46b_moirai_etth1_finetune_val_nll_far_above_train")
     assert "eval/loss is taken from 'eval/PackedNLLLoss'" in run.warnings
     assert run.metrics["eval/loss"].values[0] == pytest.approx(12.38, abs=0.01)
+
+
+def test_a_total_beside_its_terms_behind_an_emoji_is_the_loss() -> None:
+    # "📈 Epoch [1/50] - Total: 0.0581 | Recon: 0.0338 | VQ: 0.0243" in a W&B output.log (a real
+    # one: tune44 wb44d_hep_jet_vqvae_normformer_50ep_loss_still_falling, read from its
+    # one-point summary at its blind measurement): the total of the named terms is the train loss
+    folder = REAL / "wb44d_hep_jet_vqvae_normformer_50ep_loss_still_falling"
+    (run,) = load_runs(folder / "wandb" / "run-20250527_105841-qeql4sbv" / "files")
+    loss = run.metrics["train/loss"]
+    assert len(loss) == 50 and loss.values[0] == pytest.approx(0.0581)
+    assert "eval/loss" not in run.metrics
+    assert run.meta.num_train_epochs == 50
+
+
+def test_a_log_whose_only_loss_is_its_final_line_is_one_point() -> None:
+    # Python logging with a bracketed logger name, "... - INFO - [__main__] - 📊 Final training
+    # loss: 1.1465" after three days of resource lines (a real one: tune44
+    # txt44f_phi2_persian_qlora_single_final_loss, "not a recognised training log" before): one
+    # point, too little to judge
+    (run,) = load_runs(REAL / "txt44f_phi2_persian_qlora_single_final_loss" / "training.log")
+    assert run.metrics["train/loss"].values.tolist() == pytest.approx([1.1465217211914063])
+    assert curvediag.diagnose(run).verdict == "inconclusive"
 
 
 def test_a_drawn_progress_bar_with_its_values_in_fields() -> None:

@@ -56,6 +56,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import unicodedata
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -190,14 +191,14 @@ _ONE_PAIR = re.compile(rf"^({_WORD}(?: {_WORD})*)\s*[:=]\s*{_NUM}%?$")
 #: A tqdm bar drawn at its start, ``  0%|          | 0/2260 [00:00<?, ?it/s]``: its total.
 _BAR_START = re.compile(r"\| 0/(\d+) \[00:00<\?, \?it/s\]")
 #: A logger's prefix before the printed text: ``[2024-05-08 04:06:17,722 INFO] `` (OpenNMT-py
-#: and many others), Python logging's ``2025-06-04 17:36:55,374 - [name - ]INFO - `` and
+#: and many others), Python logging's ``2025-06-04 17:36:55,374 - [name - ]INFO - [[name] - ]`` and
 #: ``INFO:root:``, or a bare timestamp. A bracket that opens with an epoch count
 #: (``[epoch:1/1200] [loss:0.23]``) is the record itself, not a prefix.
 _LOG_PREFIX = re.compile(
     r"^(?:\[(?!\s*epoch\s*[:\d])[^\]]{0,80}\]\s*(?:-\s+)?"
     r"|(?:(?:\d{4}-)?\d\d-\d\d[ T])?\d\d:\d\d:\d\d(?:[.,]\d+)?"
     r"(?:(?:\s+-\s+\S+)*?\s*[-:|]?\s*(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\s*[-:|]*\s*"
-    r"(?:[\w.]+ [-|] )?|\s*-?\s*)"
+    r"(?:\[?[\w.]+\]? [-|] )?|\s*-?\s*)"
     r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.]*:)"
 )
 _ONMT_STEP = re.compile(r"^Step (\d+)(?:\s*/\s*(\d+))?;\s*(.*)$")
@@ -215,6 +216,9 @@ _VALUE_FIRST = re.compile(
 )
 _PATTERNS = (_NANOGPT_EVAL, _NANOGPT_ITER, _BUILD_NANOGPT, _LLMC_STEP, _LLMC_VAL)
 
+#: A loop's closing summary of its train loss, the only loss some logs print: "Final training
+#: loss: 1.1465", "Final train loss = 0.52".
+_FINAL_LOSS = re.compile(rf"^final (?:training|train) loss\s*[:=]\s*{_NUM}\s*$", re.IGNORECASE)
 #: Suffixes a saved stdout carries (a job's ``.out`` / ``.log``, a ``log.txt``), or none.
 _SUFFIXES = frozenset({".txt", ".log", ".out", ""})
 #: Lines of the file's head that must match before it is read as a training log.
@@ -249,13 +253,27 @@ def sniff(path: Path) -> bool:
         or _step_values(line)
         or _drawn_bar_values(line)
     )
-    return hits >= _MIN_MATCHES
+    return hits >= _MIN_MATCHES or any(_FINAL_LOSS.match(line) for line in lines)
+
+
+def _symbols(line: str) -> list[str]:
+    """The pictographs, dingbats and their joiners a line starts with."""
+    out: list[str] = []
+    for ch in line:
+        if unicodedata.category(ch) in ("So", "Sk", "Mn", "Cf") or ch.isspace():
+            out.append(ch)
+        else:
+            break
+    return out
 
 
 def _unprefixed(raw: str) -> str:
-    """A printed line without its surrounding blanks and its logger's prefix, a printed tensor
-    (``Train Loss:  tensor(2055.40, device='cuda:0')``) replaced by its number."""
+    """A printed line without its surrounding blanks, its logger's prefix and a leading emoji
+    (``📈 Epoch [1/50] - ...``), a printed tensor (``Train Loss:  tensor(2055.40,
+    device='cuda:0')``) replaced by its number."""
     line = _LOG_PREFIX.sub("", raw.strip(), count=1)
+    if line and not line[0].isascii():
+        line = line.lstrip("".join(_symbols(line))).lstrip()
     return _TENSOR.sub(r"\1", line) if "tensor(" in line else line
 
 
@@ -310,7 +328,7 @@ def _epoch_pairs(line: str) -> tuple[int, int | None, dict[str, float]] | None:
             return None
     split = m["split"] or m["tag"] or ""
     losses = [k for k in values if "loss" in k.lower()]
-    if not split and all(_HELD_OUT_WORD.search(k) for k in losses):
+    if not split and losses and all(_HELD_OUT_WORD.search(k) for k in losses):
         # "Epoch [0]/[4]  Validation Phase Loss: 0.0048  Accuracy: 0.98": the line is the
         # held-out set's, its accuracy too
         split = "val"
@@ -383,7 +401,11 @@ _COUNTERS = ("global_step", "step", "iteration", "iter")
 
 
 def _has_loss(values: dict[str, float]) -> bool:
-    return any("loss" in k.lower() for k in values)
+    """Whether a name holds "loss", or one is the "Total" of two or more named terms
+    (``Total: 0.0581 | Recon: 0.0338 | VQ: 0.0243``)."""
+    return any("loss" in k.lower() for k in values) or (
+        len(values) >= 3 and any(k.lower() == "total" for k in values)
+    )
 
 
 def _keras_pairs(line: str) -> dict[str, float]:
@@ -879,6 +901,13 @@ def _read_text(path: Path, text: str, aliases: dict[str, str] | None) -> list[Ru
         notes.add(f"steps are the batches of the epoch lines ({per_epoch} per epoch)")
     if not rows:
         rows, last_line = _records(bare)
+    if not rows:
+        # nothing per step or epoch, only the loop's closing "Final training loss: 1.1465"
+        finals = [(i, m) for i, line in enumerate(bare) if (m := _FINAL_LOSS.match(line))]
+        if finals:
+            last_line, m = finals[-1]
+            rows = [{"step": planned or 1, "train/loss": float(m[1])}]
+            notes.add("the only loss in the log is its final summary line")
     if _count_lines_within_epochs(rows):
         notes.add("several lines per epoch: each is a step, numbered in order from 1")
     if not rows:
