@@ -1921,6 +1921,24 @@ def test_a_log_whose_only_loss_is_its_final_line_is_one_point() -> None:
     assert curvediag.diagnose(run).verdict == "inconclusive"
 
 
+def test_two_tensorboard_curves_for_one_name_stay_apart() -> None:
+    # a plain "loss" every ~70 steps (25 points from step 0) beside Lightning's train_loss_step
+    # every 50 (14 points): merged, they read as a run resumed at step 49 (a real one: tune26
+    # tb_spoof_vit_casia_collapse). The curve with more points is the loss, the other keeps its
+    # own name
+    (run,) = load_runs(REAL / "tb_spoof_vit_casia_collapse")
+    loss = run.metrics["train/loss"]
+    assert len(loss) == 25 and loss.values[0] == pytest.approx(0.8431, abs=1e-4)
+    assert len(run.metrics["train/train_loss_step"]) == 14
+    assert not any("resumed" in w for w in run.warnings)
+    # a test split beside the validation split is not more evaluations of the same loss
+    # (tune7 tb_phenoformer_lime)
+    (pheno,) = load_runs(REAL / "tb_phenoformer_lime")
+    assert "eval/test/loss" in pheno.metrics
+    steps = pheno.metrics["eval/loss"].steps
+    assert len(steps) == len(set(steps.tolist()))
+
+
 def test_a_drawn_progress_bar_with_its_values_in_fields() -> None:
     # "Training [===  ] 8.5% 5000/58874 | 4.62 it/s | ETA: 11664.8 s | loss=3.910492 |
     # validation_loss=3.908841" (a real one: holdout40 txt40f_cgpt_104m_fineweb_edu_1epoch_healthy,

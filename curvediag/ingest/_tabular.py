@@ -401,13 +401,18 @@ _SPLIT_NAMES = {"train": TRAIN_SPLIT_WORDS, "eval": EVAL_SPLIT_WORDS}
 
 
 def assign_names(
-    raws: list[str], namer: Callable[[str], str], counts: Mapping[str, int]
+    raws: list[str],
+    namer: Callable[[str], str],
+    counts: Mapping[str, int],
+    *,
+    split_words: bool = True,
 ) -> tuple[dict[str, str], list[str]]:
     """Canonical name for each raw column, resolving collisions.
 
     When several raw columns map to one canonical name, the one spelled exactly like it wins,
-    else the one with the most points (ties: the first). The others keep ``<namespace>/<raw>``
-    (or are dropped when that is taken too); a warning says so.
+    else (with ``split_words``) one whose name says its split, else the one with the most
+    points (ties: the first). The others keep ``<namespace>/<raw>`` (or are dropped when that
+    is taken too); a warning says so.
     """
     wanted: dict[str, list[str]] = {}
     for raw in raws:
@@ -423,6 +428,8 @@ def assign_names(
         # a per-sample sum printed beside it)
         words = _SPLIT_NAMES.get(name.split("/", 1)[0], frozenset())
         named = [r for r in group if words & set(re.split(r"[^a-z]+", r.lower()))]
+        if not split_words:
+            named = []
         pool = named or group
         winner = exact[0] if exact else max(pool, key=lambda r: counts.get(r, 0))
         out[winner] = name

@@ -16,6 +16,7 @@ import numpy as np
 
 from curvediag.errors import MalformedRunError
 from curvediag.ingest import _tfevents
+from curvediag.ingest._tabular import assign_names
 from curvediag.ingest.aliases import paired_names
 from curvediag.ingest.layouts import is_event_file
 from curvediag.ingest.trainer_args import (
@@ -126,15 +127,24 @@ def _read_group(
     ]
     # Lightning's <name>_step / <name>_epoch pairs are named over all the files of a role
     tags: dict[str, Counter[str]] = defaultdict(Counter)
+    last: dict[str, int] = {}
     for data, role in read:
         for tag, col in data.scalars.items():
             tags[role][tag] += int(col.values.size)
-    named = {
-        role: paired_names(
+            if col.steps.size:
+                last[tag] = max(last.get(tag, 0), int(col.steps.max()))
+    named = {}
+    for role, keys in tags.items():
+        paired = paired_names(
             keys, namespace="eval" if role == "eval" else "train", extra=aliases, counts=keys
         )
-        for role, keys in tags.items()
-    }
+        # two curves for one name (a plain "loss" every ~70 steps beside Lightning's
+        # train_loss_step every 50; a hand-written Loss/Validation at x = epoch beside
+        # val_loss): the one with more points keeps the name (ties: the one reaching the later
+        # step), the other its own; never one series of both, which reads as a resumed run
+        rank = {k: keys[k] * (1 << 40) + last.get(k, 0) for k in keys}
+        named[role], msgs = assign_names(list(keys), paired.__getitem__, rank, split_words=False)
+        warnings += msgs
     for data, role in read:
         warnings += data.warnings
         texts.update(data.texts)
@@ -145,7 +155,9 @@ def _read_group(
                 if col.values.size:
                     meta.summary[tag.removeprefix("train/")] = float(col.values[-1])
                 continue
-            name = named[role][tag]
+            name = named[role].get(tag)
+            if name is None:
+                continue  # its name and its own name are both taken (assign_names said so)
             if role == "eval" and name.startswith("train/"):
                 name = "eval/" + name.removeprefix("train/")
             steps[name].append(col.steps)
