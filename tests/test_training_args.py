@@ -206,3 +206,33 @@ def test_other_loops_get_their_warmup_and_clipping_in_their_own_terms() -> None:
     assert fs.get("cfg.trainer_run") is False
     assert fs.get("cfg.clip_on_arg") == "grad_clip=1.0"
     assert fs.get("cfg.warmup_short_arg") == "a linear warmup over the first 20 steps"
+
+
+def test_overfitting_fixes_speak_the_run_s_loop() -> None:
+    """Keeping the best checkpoint and stopping early are said in the words of the loop that
+    wrote the run: a Keras CSVLogger file or a Lightning log is never told to set
+    TrainingArguments, and a run that already stops early is not told to add it."""
+    import curvediag
+
+    real = ROOT / "benchmarks" / "real_runs"
+
+    def fixes(path: Path) -> str:
+        d = curvediag.diagnose(path)
+        found = [f for f in d.findings if f.rule_id == "overfitting"]
+        assert found, [f.rule_id for f in d.findings]
+        return " ".join(found[0].fixes)
+
+    keras = fixes(real / "csv45e_speech_digit_cnn_keras_semicolon" / "model_history_log.csv")
+    assert "load_best_model_at_end" not in keras and "EarlyStoppingCallback" not in keras
+    assert 'ModelCheckpoint(monitor="val_loss", save_best_only=True)' in keras
+    lightning = fixes(real / "pl26e_layoutlmv3_medical_docs_val_rise_early_stop")
+    assert "load_best_model_at_end" not in lightning
+    assert 'EarlyStopping(monitor="val_loss", patience=3' in lightning
+    trainer = fixes(ROOT / "fixtures" / "hf" / "overfit")
+    assert 'metric_for_best_model="eval_loss"' in trainer and "EarlyStoppingCallback(" in trainer
+    # the same Trainer run with its early stopping configured: no advice to add it
+    run = curvediag.load_run(ROOT / "fixtures" / "hf" / "overfit")
+    run.meta.early_stopping_patience = 3
+    d = curvediag.diagnose(run)
+    text = " ".join(next(f for f in d.findings if f.rule_id == "overfitting").fixes)
+    assert "early stopping" not in text.lower()

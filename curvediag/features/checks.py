@@ -385,6 +385,14 @@ def _into_range(usual: float, trainer: bool, optim: str) -> float:
         "cfg.keep_best_arg": "how to keep the checkpoint of the best evaluation: "
         "load_best_model_at_end=True (save_steps a multiple of eval_steps) for the Trainer, in "
         "words for other loops",
+        "cfg.keep_best_loss_arg": "how to keep the checkpoint of the lowest eval loss in the "
+        'run\'s loop: load_best_model_at_end=True with metric_for_best_model="eval_loss" for '
+        "the Trainer, a ModelCheckpoint callback for Lightning, in words (and Keras's callback) "
+        "otherwise",
+        "cfg.early_stop_arg": "how to stop once the eval loss stops improving in the run's loop: "
+        "EarlyStoppingCallback for the Trainer, an EarlyStopping callback for Lightning, in "
+        "words (and Keras's callback) otherwise; None when the run already stops early (its "
+        "early stopping fired or its patience is configured)",
         "cfg.max_grad_norm": "the run's clipping threshold (0 = off), when configured",
         "cfg.clip_on_arg": "how to turn clipping on when it is off (max_grad_norm=1.0 for the "
         "Trainer, grad_clip=1.0 for a nanoGPT-style config, clip_grad_norm_ otherwise), else "
@@ -546,8 +554,28 @@ def _eval_args(ctx: FeatureContext, trainer_run: bool | None) -> dict[str, Value
             + (f"eval_steps={every}" if every else "eval_steps about 5% of max_steps"),
             "cfg.keep_best_arg": "save_steps a multiple of eval_steps and "
             "load_best_model_at_end=True",
+            "cfg.keep_best_loss_arg": 'load_best_model_at_end=True with metric_for_best_model="'
+            'eval_loss" (and save_steps aligned with eval_steps)',
+            "cfg.early_stop_arg": None
+            if _early_stopping_on(ctx)
+            else "EarlyStoppingCallback(early_stopping_patience=3, early_stopping_threshold=0.001)",
         }
+    # Lightning: its CSV logger, or the hp_metric its TensorBoard logger always writes
+    if ctx.run.format.startswith("lightning") or "train/hp_metric" in ctx.run.metrics:
+        keep = 'a ModelCheckpoint(monitor="val_loss", mode="min") callback'
+        stop = 'an EarlyStopping(monitor="val_loss", patience=3, min_delta=0.001) callback'
+    else:
+        keep = (
+            "a checkpoint saved at each evaluation, keeping the one with the lowest eval loss "
+            '(Keras: ModelCheckpoint(monitor="val_loss", save_best_only=True))'
+        )
+        stop = (
+            "stopping once the eval loss has not improved for 3 evaluations (Keras: "
+            'EarlyStopping(monitor="val_loss", patience=3, restore_best_weights=True))'
+        )
     return {
+        "cfg.keep_best_loss_arg": keep,
+        "cfg.early_stop_arg": None if _early_stopping_on(ctx) else stop,
         "cfg.eval_every_arg": (
             "an evaluation on held-out data after every step"
             if every == 1
@@ -558,6 +586,12 @@ def _eval_args(ctx: FeatureContext, trainer_run: bool | None) -> dict[str, Value
         "cfg.keep_best_arg": "a checkpoint saved at each evaluation, keeping the one with the "
         "best eval loss",
     }
+
+
+def _early_stopping_on(ctx: FeatureContext) -> bool:
+    """The run already stops early: its early stopping fired, or its patience is configured."""
+    meta = ctx.run.meta
+    return bool(meta.early_stopped) or meta.early_stopping_patience is not None
 
 
 def _warmup_steps_phrase(planned: int | None, share: float) -> str:
