@@ -236,3 +236,16 @@ def test_overfitting_fixes_speak_the_run_s_loop() -> None:
     d = curvediag.diagnose(run)
     text = " ".join(next(f for f in d.findings if f.rule_id == "overfitting").fixes)
     assert "early stopping" not in text.lower()
+
+
+def test_score_fixes_speak_the_run_s_loop() -> None:
+    """eval-score-falls-after-best on a plain per-epoch log (a real one: tune12
+    csv_cat_breed_effnetb0_l2) keeps the best checkpoint in words, not TrainingArguments."""
+    import curvediag
+
+    path = ROOT / "benchmarks" / "real_runs" / "csv_cat_breed_effnetb0_l2"
+    d = curvediag.diagnose(path)
+    found = next(f for f in d.findings if f.rule_id == "eval-score-falls-after-best")
+    text = " ".join(found.fixes)
+    assert "load_best_model_at_end" not in text and "EarlyStoppingCallback" not in text
+    assert "keeping the one with the best score" in text

@@ -393,6 +393,9 @@ def _into_range(usual: float, trainer: bool, optim: str) -> float:
         "EarlyStoppingCallback for the Trainer, an EarlyStopping callback for Lightning, in "
         "words (and Keras's callback) otherwise; None when the run already stops early (its "
         "early stopping fired or its patience is configured)",
+        "cfg.keep_best_score_arg": "the same as cfg.keep_best_loss_arg for the run's main eval "
+        "score (metric_for_best_model and greater_is_better for the Trainer)",
+        "cfg.early_stop_score_arg": "the same as cfg.early_stop_arg for the run's main eval score",
         "cfg.max_grad_norm": "the run's clipping threshold (0 = off), when configured",
         "cfg.clip_on_arg": "how to turn clipping on when it is off (max_grad_norm=1.0 for the "
         "Trainer, grad_clip=1.0 for a nanoGPT-style config, clip_grad_norm_ otherwise), else "
@@ -559,11 +562,20 @@ def _eval_args(ctx: FeatureContext, trainer_run: bool | None) -> dict[str, Value
             "cfg.early_stop_arg": None
             if _early_stopping_on(ctx)
             else "EarlyStoppingCallback(early_stopping_patience=3, early_stopping_threshold=0.001)",
+            "cfg.keep_best_score_arg": "load_best_model_at_end=True with metric_for_best_model "
+            "set to this score (greater_is_better=" + _better(ctx) + "), and save_steps aligned "
+            "with eval_steps",
+            "cfg.early_stop_score_arg": None
+            if _early_stopping_on(ctx)
+            else "EarlyStoppingCallback(early_stopping_patience=3) on the same metric",
         }
     # Lightning: its CSV logger, or the hp_metric its TensorBoard logger always writes
+    mode = "max" if _better(ctx) == "True" else "min"
     if ctx.run.format.startswith("lightning") or "train/hp_metric" in ctx.run.metrics:
         keep = 'a ModelCheckpoint(monitor="val_loss", mode="min") callback'
         stop = 'an EarlyStopping(monitor="val_loss", patience=3, min_delta=0.001) callback'
+        keep_score = f'a ModelCheckpoint callback monitoring this score (mode="{mode}")'
+        stop_score = f'an EarlyStopping callback on the same score (patience=3, mode="{mode}")'
     else:
         keep = (
             "a checkpoint saved at each evaluation, keeping the one with the lowest eval loss "
@@ -573,9 +585,14 @@ def _eval_args(ctx: FeatureContext, trainer_run: bool | None) -> dict[str, Value
             "stopping once the eval loss has not improved for 3 evaluations (Keras: "
             'EarlyStopping(monitor="val_loss", patience=3, restore_best_weights=True))'
         )
+        keep_score = "a checkpoint saved at each evaluation, keeping the one with the best score"
+        stop_score = "stopping once the score has not improved for 3 evaluations"
+    stops = _early_stopping_on(ctx)
     return {
         "cfg.keep_best_loss_arg": keep,
-        "cfg.early_stop_arg": None if _early_stopping_on(ctx) else stop,
+        "cfg.early_stop_arg": None if stops else stop,
+        "cfg.keep_best_score_arg": keep_score,
+        "cfg.early_stop_score_arg": None if stops else stop_score,
         "cfg.eval_every_arg": (
             "an evaluation on held-out data after every step"
             if every == 1
@@ -586,6 +603,16 @@ def _eval_args(ctx: FeatureContext, trainer_run: bool | None) -> dict[str, Value
         "cfg.keep_best_arg": "a checkpoint saved at each evaluation, keeping the one with the "
         "best eval loss",
     }
+
+
+def _better(ctx: FeatureContext) -> str:
+    """``True`` / ``False``: whether higher is better for the run's main eval score (True when
+    the run logs none or its direction is unknown)."""
+    try:
+        higher = ctx.get("score.higher_is_better")
+    except InsufficientDataError:
+        return "True"
+    return "False" if higher is False else "True"
 
 
 def _early_stopping_on(ctx: FeatureContext) -> bool:
