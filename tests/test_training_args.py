@@ -249,3 +249,19 @@ def test_score_fixes_speak_the_run_s_loop() -> None:
     text = " ".join(found.fixes)
     assert "load_best_model_at_end" not in text and "EarlyStoppingCallback" not in text
     assert "keeping the one with the best score" in text
+
+
+def test_every_keep_best_and_early_stop_fix_speaks_the_run_s_loop() -> None:
+    """The staircase, eval-rise and huge-gap fixes use the same loop-aware phrases: a
+    Lightning TensorBoard run (a real one: tune17 tb17c_gru_next_word_no_val) is told about its
+    EarlyStopping callback, never EarlyStoppingCallback or load_best_model_at_end."""
+    import curvediag
+
+    d = curvediag.diagnose(ROOT / "benchmarks" / "real_runs" / "tb17c_gru_next_word_no_val")
+    found = next(f for f in d.findings if f.rule_id == "loss-drops-at-epoch-boundaries")
+    text = " ".join(found.fixes)
+    assert 'EarlyStopping(monitor="val_loss"' in text
+    assert "EarlyStoppingCallback" not in text and "load_best_model_at_end" not in text
+    for rule in ("train-eval-gap-huge", "eval-loss-rising"):
+        fixes = (ROOT / "rules" / "generalization" / f"{rule}.yaml").read_text(encoding="utf-8")
+        assert "{cfg.keep_best_loss_arg}" in fixes and "load_best_model_at_end" not in fixes
