@@ -265,3 +265,22 @@ def test_every_keep_best_and_early_stop_fix_speaks_the_run_s_loop() -> None:
     for rule in ("train-eval-gap-huge", "eval-loss-rising"):
         fixes = (ROOT / "rules" / "generalization" / f"{rule}.yaml").read_text(encoding="utf-8")
         assert "{cfg.keep_best_loss_arg}" in fixes and "load_best_model_at_end" not in fixes
+
+
+@pytest.mark.parametrize(
+    ("extra", "says", "never"),
+    [
+        ({"peft_config": {"r": 8}}, "a lower LoRA rank", "data augmentation"),
+        ({"_name_or_path": "bert-base-uncased"}, "data augmentation", "LoRA"),
+        ({}, "a lower LoRA rank if it trains adapters", "data augmentation"),
+    ],
+)
+def test_regularisation_advice_fits_what_the_run_trains(
+    extra: dict[str, object], says: str, never: str
+) -> None:
+    """A lower LoRA rank is advice for adapters only; a whole model gets dropout or
+    augmentation; a run that says neither gets both, the LoRA part conditional."""
+    run = _run("5.23.0")
+    run.meta.hyperparameters.update(extra)
+    text = FeatureSet(run).get("cfg.regularise_arg")
+    assert isinstance(text, str) and says in text and never not in text

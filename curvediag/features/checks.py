@@ -22,6 +22,15 @@ from curvediag.features.loss import train_loss
 from curvediag.features.metrics import CLASS_KEYS
 from curvediag.features.registry import FeatureContext, Value, feature_group
 
+#: How to regularise, by whether the run trains adapters (True), a whole model (False) or is
+#: not known to do either (None).
+_REGULARISE: dict[bool | None, str] = {
+    True: "weight_decay around 0.05, a lower LoRA rank or more lora_dropout, or a lower "
+    "learning rate (around 1e-4 for adapters)",
+    False: "weight_decay around 0.05, more dropout or data augmentation, or a lower learning rate",
+    None: "weight_decay around 0.05, more dropout (a lower LoRA rank if it trains adapters), or "
+    "a lower learning rate",
+}
 #: Words in a run's name or configuration that say it trains adapters, not the whole model.
 _ADAPTER_HINTS = ("lora", "qlora", "peft", "adapter", "prefix", "p-tuning", "ptuning", "ia3")
 #: Highest usual peak learning rate for full fine-tuning of a pretrained transformer.
@@ -357,6 +366,8 @@ def _into_range(usual: float, trainer: bool, optim: str) -> float:
         "else the installed one, else 5)",
         "cfg.lr": "the run's learning rate: its configured learning_rate, else the logged peak",
         "cfg.adapters": "the run trains adapters (LoRA...): true, false, or None when unknown",
+        "cfg.regularise_arg": "how to regularise this kind of run: a lower LoRA rank for "
+        "adapters, dropout or augmentation for a whole model, both named when unknown",
         "cfg.lr_usual_max": "highest usual peak learning rate for this kind of run",
         "cfg.run_kind": "the kind of run that range is for",
         "cfg.lr_over_usual": "cfg.lr / cfg.lr_usual_max",
@@ -450,6 +461,7 @@ def _cfg(ctx: FeatureContext) -> dict[str, Value]:
         "cfg.transformers_major": major,
         "cfg.lr": lr,
         "cfg.adapters": adapters,
+        "cfg.regularise_arg": _REGULARISE[adapters],
         "cfg.lr_usual_max": usual,
         "cfg.run_kind": kind,
         "cfg.lr_over_usual": None if lr is None else lr / usual,
