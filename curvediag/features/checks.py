@@ -563,6 +563,8 @@ def _eval_args(ctx: FeatureContext, trainer_run: bool | None) -> dict[str, Value
     keep the best checkpoint, in the words of the run's loop."""
     planned = ctx.run.meta.max_steps or ctx.run.last_step
     every = max(1, round(0.05 * planned)) if planned else None
+    stops = _early_stopping_on(ctx)
+    higher = _higher_is_better(ctx)
     if trainer_run is True:
         return {
             "cfg.eval_every_arg": 'eval_strategy="steps" with '
@@ -572,17 +574,17 @@ def _eval_args(ctx: FeatureContext, trainer_run: bool | None) -> dict[str, Value
             "cfg.keep_best_loss_arg": 'load_best_model_at_end=True with metric_for_best_model="'
             'eval_loss" (and save_steps aligned with eval_steps)',
             "cfg.early_stop_arg": None
-            if _early_stopping_on(ctx)
+            if stops
             else "EarlyStoppingCallback(early_stopping_patience=3, early_stopping_threshold=0.001)",
             "cfg.keep_best_score_arg": "load_best_model_at_end=True with metric_for_best_model "
-            "set to this score (greater_is_better=" + _better(ctx) + "), and save_steps aligned "
-            "with eval_steps",
+            f"set to this score (greater_is_better={higher}), and save_steps aligned with "
+            "eval_steps",
             "cfg.early_stop_score_arg": None
-            if _early_stopping_on(ctx)
+            if stops
             else "EarlyStoppingCallback(early_stopping_patience=3) on the same metric",
         }
     # Lightning: its CSV logger, or the hp_metric its TensorBoard logger always writes
-    mode = "max" if _better(ctx) == "True" else "min"
+    mode = "max" if higher else "min"
     if ctx.run.format.startswith("lightning") or "train/hp_metric" in ctx.run.metrics:
         keep = 'a ModelCheckpoint(monitor="val_loss", mode="min") callback'
         stop = 'an EarlyStopping(monitor="val_loss", patience=3, min_delta=0.001) callback'
@@ -599,7 +601,6 @@ def _eval_args(ctx: FeatureContext, trainer_run: bool | None) -> dict[str, Value
         )
         keep_score = "a checkpoint saved at each evaluation, keeping the one with the best score"
         stop_score = "stopping once the score has not improved for 3 evaluations"
-    stops = _early_stopping_on(ctx)
     return {
         "cfg.keep_best_loss_arg": keep,
         "cfg.early_stop_arg": None if stops else stop,
@@ -617,14 +618,13 @@ def _eval_args(ctx: FeatureContext, trainer_run: bool | None) -> dict[str, Value
     }
 
 
-def _better(ctx: FeatureContext) -> str:
-    """``True`` / ``False``: whether higher is better for the run's main eval score (True when
-    the run logs none or its direction is unknown)."""
+def _higher_is_better(ctx: FeatureContext) -> bool:
+    """Whether higher is better for the run's main eval score (True when the run logs none or
+    its direction is unknown)."""
     try:
-        higher = ctx.get("score.higher_is_better")
+        return ctx.get("score.higher_is_better") is not False
     except InsufficientDataError:
-        return "True"
-    return "False" if higher is False else "True"
+        return True
 
 
 def _early_stopping_on(ctx: FeatureContext) -> bool:

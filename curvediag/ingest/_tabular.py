@@ -112,15 +112,22 @@ def _from_utf16(raw: bytes) -> bytes:
 def decode_text(path: Path, raw: bytes, what: str) -> str:
     """UTF-8 (or BOM-marked UTF-16) text of ``raw``, BOM removed; binary data ->
     MalformedRunError naming ``what``."""
-    raw = _from_utf16(raw)
-    if b"\x00" in raw[:SNIFF_BYTES]:
-        raise MalformedRunError(path, f"binary data (NUL bytes), not a {what}")
+    raw = _utf8_or_legacy(path, raw, what)
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise MalformedRunError(
             path, f"not UTF-8 text (bad byte at offset {exc.start}): not a {what}"
         ) from None
+
+
+def _utf8_or_legacy(path: Path, raw: bytes, what: str) -> bytes:
+    """``raw`` transcoded from UTF-16 when BOM-marked; binary data (NUL bytes) ->
+    MalformedRunError naming ``what``."""
+    raw = _from_utf16(raw)
+    if b"\x00" in raw[:SNIFF_BYTES]:
+        raise MalformedRunError(path, f"binary data (NUL bytes), not a {what}")
+    return raw
 
 
 def decode_console(path: Path, raw: bytes, what: str) -> tuple[str, str | None]:
@@ -131,11 +138,11 @@ def decode_console(path: Path, raw: bytes, what: str) -> tuple[str, str | None]:
     decoded as GB18030 (a superset of GBK); failing that, any byte that is not UTF-8 becomes
     U+FFFD, which never swallows the ASCII the numbers and names of a log are written in.
     Binary data (NUL bytes) is still refused."""
+    raw = _utf8_or_legacy(path, raw, what)
     try:
-        return decode_text(path, raw, what), None
-    except MalformedRunError:
-        if b"\x00" in _from_utf16(raw)[:SNIFF_BYTES]:
-            raise
+        return raw.decode("utf-8-sig"), None
+    except UnicodeDecodeError:
+        pass
     try:
         return raw.decode("gb18030"), "the log is not UTF-8: it was read as GBK (GB18030) text"
     except UnicodeDecodeError:
@@ -403,7 +410,7 @@ _SPLIT_NAMES = {"train": TRAIN_SPLIT_WORDS, "eval": EVAL_SPLIT_WORDS}
 def assign_names(
     raws: list[str],
     namer: Callable[[str], str],
-    counts: Mapping[str, int],
+    counts: Mapping[str, int] | Mapping[str, tuple[int, int]],
     *,
     split_words: bool = True,
 ) -> tuple[dict[str, str], list[str]]:
@@ -431,7 +438,7 @@ def assign_names(
         if not split_words:
             named = []
         pool = named or group
-        winner = exact[0] if exact else max(pool, key=lambda r: counts.get(r, 0))
+        winner = exact[0] if exact else max(pool, key=lambda r: counts[r])
         out[winner] = name
         losers.extend((r, name) for r in group if r != winner)
     msgs = []

@@ -709,13 +709,7 @@ def plain_run(
         cols.append(step_name)
     counts = {c: table.columns[c].count for c in cols}
     if path.name == "results.csv" and any(c.startswith("val/") for c in cols):
-        # Ultralytics computes its metrics/* columns (accuracy_top1, mAP50(B), ...) on the
-        # validation set after each epoch: they are the evaluation's scores
-        _drop_skipped_validations(table, cols, warnings)
-        aliases = {
-            **{c: "eval/" + c.split("/", 1)[1] for c in cols if c.startswith("metrics/")},
-            **(aliases or {}),
-        }
+        aliases = _ultralytics_eval(table, cols, warnings, aliases)
     names, msgs = assign_names(cols, lambda c: canonical_name(c, extra=aliases), counts)
     warnings.extend(msgs)
     wall = wall_column(table, [wall_name]) if wall_name else None
@@ -738,25 +732,31 @@ def plain_run(
     return _finish(run, restarts, dropped=dropped, table=table)
 
 
-def _drop_skipped_validations(table: Table, cols: list[str], warnings: list[str]) -> None:
-    """Ultralytics trained with ``val=False`` validates after the last epoch only and writes
-    0 in every val/* and metrics/* cell of the others: those rows hold no evaluation."""
+def _ultralytics_eval(
+    table: Table, cols: list[str], warnings: list[str], aliases: dict[str, str] | None
+) -> dict[str, str]:
+    """An Ultralytics results.csv's evaluation: its metrics/* columns (accuracy_top1,
+    mAP50(B), ...) are computed on the validation set after each epoch, so they are eval
+    scores (the user's own aliases first). Trained with ``val=False``, it validates after the
+    last epoch only and writes 0 in every val/* and metrics/* cell of the others: those rows
+    hold no evaluation and are left out of the eval curves."""
     held_out = [c for c in cols if c.startswith(("val/", "metrics/"))]
     skipped = np.ones(table.nrows, dtype=bool)
     for c in held_out:
         col = table.columns[c]
         skipped &= col.present & (col.values == 0.0)
-    if not skipped.any() or skipped.all():
-        return
-    for c in held_out:
-        col = table.columns[c]
-        table.columns[c] = Column(
-            values=np.where(skipped, np.nan, col.values), present=col.present & ~skipped
+    if skipped.any() and not skipped.all():
+        for c in held_out:
+            col = table.columns[c]
+            table.columns[c] = Column(
+                values=np.where(skipped, np.nan, col.values), present=col.present & ~skipped
+            )
+        warnings.append(
+            f"{int(skipped.sum())} rows have 0 in every val/ and metrics/ column: no validation "
+            "ran after those epochs (val=False), so they are left out of the eval curves"
         )
-    warnings.append(
-        f"{int(skipped.sum())} rows have 0 in every val/ and metrics/ column: no validation ran "
-        "after those epochs (val=False), so they are left out of the eval curves"
-    )
+    scores = {c: "eval/" + c.split("/", 1)[1] for c in cols if c.startswith("metrics/")}
+    return {**scores, **(aliases or {})}
 
 
 def _yolo_early_stop(run: Run, table: Table, patience: int) -> None:

@@ -142,7 +142,7 @@ def _read_group(
         # train_loss_step every 50; a hand-written Loss/Validation at x = epoch beside
         # val_loss): the one with more points keeps the name (ties: the one reaching the later
         # step), the other its own; never one series of both, which reads as a resumed run
-        rank = {k: keys[k] * (1 << 40) + last.get(k, 0) for k in keys}
+        rank = {k: (keys[k], last.get(k, 0)) for k in keys}
         named[role], msgs = assign_names(list(keys), paired.__getitem__, rank, split_words=False)
         warnings += msgs
     for data, role in read:

@@ -256,15 +256,14 @@ def sniff(path: Path) -> bool:
     return hits >= _MIN_MATCHES or any(_FINAL_LOSS.match(line) for line in lines)
 
 
-def _symbols(line: str) -> list[str]:
-    """The pictographs, dingbats and their joiners a line starts with."""
-    out: list[str] = []
-    for ch in line:
-        if unicodedata.category(ch) in ("So", "Sk", "Mn", "Cf") or ch.isspace():
-            out.append(ch)
-        else:
-            break
-    return out
+def _without_symbols(line: str) -> str:
+    """``line`` without the pictographs, dingbats, their joiners and blanks it starts with."""
+    i = 0
+    while i < len(line) and (
+        line[i].isspace() or unicodedata.category(line[i]) in ("So", "Sk", "Mn", "Cf")
+    ):
+        i += 1
+    return line[i:]
 
 
 def _unprefixed(raw: str) -> str:
@@ -273,7 +272,7 @@ def _unprefixed(raw: str) -> str:
     device='cuda:0')``) replaced by its number."""
     line = _LOG_PREFIX.sub("", raw.strip(), count=1)
     if line and not line[0].isascii():
-        line = line.lstrip("".join(_symbols(line))).lstrip()
+        line = _without_symbols(line)
     return _TENSOR.sub(r"\1", line) if "tensor(" in line else line
 
 
