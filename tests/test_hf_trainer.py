@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import pickle
 import shutil
@@ -185,3 +186,27 @@ def test_log_entries_carrying_their_throughput_are_not_the_summary() -> None:
     assert run.meta.summary["train_loss"] == pytest.approx(1.48709, abs=1e-4)
     # the summary came at step 512 of the 2826 planned: the run did not finish its plan
     assert run.meta.finished is False
+
+
+REAL = Path(__file__).resolve().parents[1] / "benchmarks" / "real_runs"
+
+
+def test_a_trainer_told_to_stop_before_its_plan_ended_early(tmp_path: Path) -> None:
+    # LLaMA-Factory closed this Trainer run at step 512 of 2826 with a normal end-of-training
+    # summary (train_runtime), no early stopping configured and its eval loss at its best at
+    # the last evaluation (a real one: tune16 hf16b_qwen05b_agentqa_lora_abort, labelled
+    # ended-early, which the summary hid): something told it to stop
+    folder = REAL / "hf16b_qwen05b_agentqa_lora_abort"
+    d = curvediag.diagnose(folder)
+    f = next(f for f in d.findings if f.rule_id == "run-ended-early")
+    assert "step 512 of 2826 planned (18.1%) with the Trainer's end-of-training summary" in (
+        f.evidence
+    )
+    assert "should_training_stop" in f.evidence and "checkpoint of a run" not in f.evidence
+    # the same log whose eval loss had turned up before the stop: early stopping may have
+    # ended it (a Trainer before 4.39 records no callback state), so no finding
+    state = json.loads((folder / "trainer_state.json").read_text())
+    evals = [e for e in state["log_history"] if "eval_loss" in e]
+    evals[-1]["eval_loss"] = evals[0]["eval_loss"] + 0.1
+    (tmp_path / "trainer_state.json").write_text(json.dumps(state))
+    assert "run-ended-early" not in curvediag.diagnose(tmp_path).finding_ids

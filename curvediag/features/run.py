@@ -249,6 +249,27 @@ def _epochs_by_row(run: Run) -> float | None:
     return float(len(train))
 
 
+#: How run-ended-early words a stop (run.stop_note) and what to look at (run.stop_hint).
+_NO_SUMMARY = (
+    "without the final training summary",
+    "If this is a checkpoint of a run that went on, diagnose the output folder or the last "
+    "checkpoint instead; otherwise suspect the process itself (out of memory on a long batch, a "
+    "kill, a preemption).",
+)
+_TOLD_TO_STOP = (
+    "with the Trainer's end-of-training summary at that step: something told it to stop",
+    "It was not early stopping (none is configured, and the eval loss was still at its best): "
+    "look for a callback that sets should_training_stop, a time limit, or an interrupt the "
+    "script caught.",
+)
+
+
+def _last_is_best(values: np.ndarray) -> bool:
+    """Whether the last finite value is the lowest (an eval loss still at its best)."""
+    finite = values[np.isfinite(values)]
+    return len(finite) > 0 and bool(finite[-1] <= finite.min())
+
+
 def _steps_done(run: Run, last: int) -> int:
     """The steps a run had done at its last log: a loop that counts from 0 (Lightning's
     global step) logs its last of ``max_steps`` steps at ``max_steps - every``."""
@@ -285,7 +306,12 @@ def _steps_done(run: Run, last: int) -> int:
         "run.grad_accum": "gradient accumulation steps (1 when unknown)",
         "run.eval_count": "number of evaluations logged (0 when none)",
         "run.train_logs": "number of train-loss logs",
-        "run.ended_early": "the log stops well before the planned steps and has no final summary",
+        "run.ended_early": "the log stops well before the planned steps and has no final "
+        "summary, or has the Trainer's summary while nothing planned the stop (no early "
+        "stopping configured, the eval loss best at its last evaluation)",
+        "run.stop_note": "how the log stops: without the final training summary, or with the "
+        "Trainer's summary that something other than the plan called for",
+        "run.stop_hint": "where to look for what stopped it, for either kind of stop",
         "run.exit_code": "the training process's exit code, when the log records it (W&B)",
         "run.error": "the exception (class name) an uncaught error ended the process with, "
         "when the console output ends with its traceback",
@@ -331,6 +357,8 @@ def _run(ctx: FeatureContext) -> dict[str, Value]:
         planned_epochs = float(meta.num_train_epochs)
         progress = last_epoch / planned_epochs
     threshold = ctx.settings.ended_early_progress
+    ev = run.get("eval/loss")
+    tl = run.get("train/loss")
     schedule_end: int | None = None
     eta_end = _eta_end_step(run) if progress is None else None
     if eta_end and last is not None:
@@ -343,23 +371,35 @@ def _run(ctx: FeatureContext) -> dict[str, Value]:
         lr_progress = ctx.features.get("lr.schedule_progress")
         progress = lr_progress if isinstance(lr_progress, float) else None
         threshold = ctx.settings.ended_early_schedule_progress
-    ev = run.get("eval/loss")
-    tl = run.get("train/loss")
     configured: int | None = None
     if meta.warmup_steps is not None:
         configured = meta.warmup_steps
     elif meta.warmup_ratio and meta.max_steps:
         configured = int(meta.warmup_ratio * meta.max_steps)
+    summary = "train_runtime" in meta.summary  # the Trainer's end-of-training summary
+    # the Trainer closed the run before its plan: something told it to stop (a callback's
+    # should_training_stop, an interrupt the script caught). Early stopping is a planned end,
+    # and it cannot have fired on an eval loss whose last evaluation was its best
+    told_to_stop = (
+        summary
+        and meta.finished is False
+        and meta.max_steps is not None
+        and meta.early_stopped is not True
+        and meta.early_stopping_patience is None
+        and (ev is None or len(ev) == 0 or _last_is_best(ev.values))
+    )
     ended_early = bool(
         progress is not None
         and progress < threshold
         and meta.finished is not True
-        and "train_runtime" not in meta.summary  # the Trainer's end-of-training summary
+        and (not summary or told_to_stop)
     )
     return {
         "run.eval_count": 0 if ev is None else len(ev),
         "run.train_logs": 0 if tl is None else len(tl),
         "run.ended_early": ended_early,
+        "run.stop_note": _TOLD_TO_STOP[0] if told_to_stop else _NO_SUMMARY[0],
+        "run.stop_hint": _TOLD_TO_STOP[1] if told_to_stop else _NO_SUMMARY[1],
         "run.snapshot_only": run.format == "hf-trainer" and "train_runtime" not in meta.summary,
         "run.warmup_configured": configured,
         "run.warmup_share_of_plan": configured / meta.max_steps
