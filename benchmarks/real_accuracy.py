@@ -13,8 +13,8 @@ with two baselines run on the same series:
   at least 0.1%), Overfit ((mean eval - mean train) / mean train > 0.1) and ExplodingTensor
   (any NaN/Inf in a logged value).
 
-Scores, per label category and overall, for each split (``tune`` to ``tune46``: runs the rules
-may be tuned on; ``holdout47``: runs collected later and never tuned on), the tunable and held-out
+Scores, per label category and overall, for each split (``tune`` to ``tune47``: runs the rules
+may be tuned on; ``holdout48``: runs collected later and never tuned on), the tunable and held-out
 halves, and all of them:
 recall (expected problems found), precision (claimed problems that the label supports) and the
 share of healthy runs given a warning or worse. Writes ``benchmarks/results/real_accuracy.md``.
@@ -618,8 +618,10 @@ def main(argv: list[str] | None = None) -> int:
         "f1bda64 and tunable since; `tune45`: `holdout45`, 24 runs collected the same way in the "
         "sixteenth session, measured blind at 379c7ad and tunable since; `tune46`: `holdout46`, "
         "24 runs collected the same way later in the sixteenth session, measured blind at "
-        "d364841 and tunable since; `holdout47`: 14 runs collected the same way at the end of "
-        "the sixteenth session, never tuned on (see LABELLING.md for every blind measurement).",
+        "d364841 and tunable since; `tune47`: `holdout47`, 14 runs collected the same way at "
+        "the end of the sixteenth session, measured blind at 35ec1a7 and tunable since; "
+        "`holdout48`: 24 runs collected the same way in the seventeenth session, never tuned on "
+        "(see LABELLING.md for every blind measurement).",
         "",
         "Recall: labelled problems found (a finding of the label's category or a synonym). "
         "Precision: findings whose category the label supports (`expected` or `acceptable`; "
