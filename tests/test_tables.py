@@ -2125,3 +2125,27 @@ def test_a_cyclegan_pix2pix_loss_log_is_read(tmp_path: Path) -> None:
     assert cyc.metrics["train/loss"].steps.tolist() == [100, 200, 300, 400, 500, 600]
     assert cyc.metrics["train/loss"].values[0] == pytest.approx(0.9 + 2 + 0.5 + 0.8 + 1.5 + 0.6)
     assert "train/D_A" in cyc.metrics
+
+
+def test_an_epoch_head_line_with_its_values_on_the_next_line(tmp_path: Path) -> None:
+    # face-recognition loops print "Train Epoch: 1/70 ..." then "    total_loss: 24.7161 time:
+    # 15m 1s", and every 5 epochs "Test Epoch: 5 ..." then "    ave: 87.3500" (a real `script`
+    # capture: holdout48 txt48f_shufflefacenet_casia_cosface_70ep_healthy, "not a recognised
+    # training log" at its blind measurement)
+    folder = REAL / "txt48f_shufflefacenet_casia_cosface_70ep_healthy"
+    (run,) = load_runs(folder / "log_train.txt")
+    loss = run.metrics["train/loss"]
+    assert len(loss) == 70 and loss.values[0] == pytest.approx(24.7161)
+    assert loss.values[-1] == pytest.approx(8.999, abs=5e-4)
+    ave = run.metrics["eval/ave"]
+    assert ave.steps[:2].tolist() == [5, 10] and ave.values[0] == pytest.approx(87.35)
+    assert run.meta.num_train_epochs == 70
+    # a held-out head whose next line holds anything but pairs gives nothing
+    log = tmp_path / "train.log"
+    log.write_text(
+        "".join(f"Train Epoch: {e}/3 ...\n  loss: {1 / e:.3f}\n" for e in (1, 2, 3))
+        + "Val Epoch: 3 ...\n  saving the model to ./ckpt\n"
+    )
+    (plain,) = load_runs(log)
+    assert plain.metrics["train/loss"].values.tolist() == pytest.approx([1.0, 0.5, 0.333])
+    assert not any(k.startswith("eval/") for k in plain.metrics)

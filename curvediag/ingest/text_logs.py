@@ -116,6 +116,15 @@ _SPLIT_WORD = re.compile(
 #: ... and the words of a held-out split.
 _HELD_OUT_WORD = re.compile(rf"(?:^|[^a-z])(?:{_HELD_OUT_SPLIT}|dev)(?:[^a-z]|$)", re.IGNORECASE)
 _KERAS_EPOCH = re.compile(r"^epoch (\d+)/(\d+)\s*$", re.IGNORECASE)
+#: An epoch's head line with its values on the next line (face-recognition loops' ``Train
+#: Epoch: 1/70 ...`` then ``    total_loss: 24.7161 time: 15m 1s``, ``Test Epoch: 5 ...`` then
+#: ``    ave: 87.3500``): the split, the epoch, the planned epochs and the trailing dots. A bare
+#: ``Epoch: 3`` is not one: many loops print it above several lines of their own.
+_EPOCH_HEAD = re.compile(
+    rf"^(?:({_TRAIN_SPLIT}|{_HELD_OUT_SPLIT})\s+)?epoch\s*:?\s*(\d+)(?:\s*/\s*(\d+))?"
+    r"\s*(\.\.\.|\u2026)?\s*$",
+    re.IGNORECASE,
+)
 _KERAS_PROGRESS = re.compile(rf"\] - .*\bloss: {_NUM}")
 _WORD = r"[A-Za-z_][\w./@-]*"  # "Acc@1" too
 _END = r"(?=%?(?:[\s,|;)\]]|$))"
@@ -261,6 +270,7 @@ def sniff(path: Path) -> bool:
         or _epoch_pairs(line)
         or _ngcf_values(line)
         or _KERAS_EPOCH.match(line)
+        or ((m := _EPOCH_HEAD.match(line)) is not None and bool(m[1] or m[3] or m[4]))
         or _KERAS_PROGRESS.search(line)
         or _HF_LOG.search(line)
         or _ONMT_STEP.match(line)
@@ -431,6 +441,15 @@ def _keras_pairs(line: str) -> dict[str, float]:
     last = line.rsplit("\r", 1)[-1].rsplit("]", 1)[-1]
     values = _pairs(last)
     return values if _has_loss(values) else {}
+
+
+def _head_values(line: str, held_out: bool) -> dict[str, float]:
+    """The values on the line after an epoch's head line (:data:`_EPOCH_HEAD`): a train line
+    holds a loss; a held-out line is nothing but ``name: value`` pairs (``ave: 87.3500``)."""
+    values = _pairs(line)
+    if not held_out:
+        return values if _has_loss(values) else {}
+    return {} if _PAIR.sub(" ", line).strip(" \t,;|:-") else _held_out(values)
 
 
 def _bar_values(line: str) -> dict[str, float]:
@@ -825,6 +844,7 @@ def _read_text(path: Path, text: str, aliases: dict[str, str] | None) -> list[Ru
     planned: int | None = None
     planned_epochs: int | None = None
     keras_epoch: int | None = None
+    head: tuple[int, int, bool] | None = None  # the last epoch head's line, epoch, held out
     current_epoch: int | None = None  # the last "Epoch N/M" line's N
     last_step = 0
     last_line = -1  # the last line that gave a row
@@ -879,6 +899,16 @@ def _read_text(path: Path, text: str, aliases: dict[str, str] | None) -> list[Ru
             # "Epoch 1/10", then "- Train metrics: ..." and "- Eval metrics: ..." lines
             rows.append({"epoch": current_epoch, **rec[1]})
             keras_epoch = None
+        elif (m := _EPOCH_HEAD.match(line)) and (m[1] or m[3] or m[4]):
+            held_out = bool(m[1]) and m[1].lower() not in ("train", "training")
+            head = (index, int(m[2]), held_out)
+            planned_epochs = int(m[3]) if m[3] else planned_epochs
+        elif head is not None and head[0] == index - 1 and (values := _head_values(line, head[2])):
+            # the line right after the head holds its values
+            if head[2] and rows and rows[-1].get("epoch") == head[1]:
+                rows[-1].update(values)  # the held-out pass after the epoch's training
+            else:
+                rows.append({"epoch": head[1], **values})
         elif keras_epoch is not None and (values := _keras_pairs(line)):
             rows.append({"epoch": keras_epoch, **values})
             keras_epoch = None
