@@ -270,7 +270,7 @@ def sniff(path: Path) -> bool:
         or _epoch_pairs(line)
         or _ngcf_values(line)
         or _KERAS_EPOCH.match(line)
-        or ((m := _EPOCH_HEAD.match(line)) is not None and bool(m[1] or m[3] or m[4]))
+        or _epoch_head(line)
         or _KERAS_PROGRESS.search(line)
         or _HF_LOG.search(line)
         or _ONMT_STEP.match(line)
@@ -441,6 +441,16 @@ def _keras_pairs(line: str) -> dict[str, float]:
     last = line.rsplit("\r", 1)[-1].rsplit("]", 1)[-1]
     values = _pairs(last)
     return values if _has_loss(values) else {}
+
+
+def _epoch_head(line: str) -> tuple[int, int | None, bool] | None:
+    """An epoch's head line (:data:`_EPOCH_HEAD`) that names its split, its plan or ends in
+    dots: (epoch, planned epochs or None, whether it is a held-out split's), or None."""
+    m = _EPOCH_HEAD.match(line)
+    if m is None or not (m[1] or m[3] or m[4]):
+        return None
+    held_out = bool(m[1]) and m[1].lower() not in ("train", "training")
+    return int(m[2]), int(m[3]) if m[3] else None, held_out
 
 
 def _head_values(line: str, held_out: bool) -> dict[str, float]:
@@ -899,10 +909,10 @@ def _read_text(path: Path, text: str, aliases: dict[str, str] | None) -> list[Ru
             # "Epoch 1/10", then "- Train metrics: ..." and "- Eval metrics: ..." lines
             rows.append({"epoch": current_epoch, **rec[1]})
             keras_epoch = None
-        elif (m := _EPOCH_HEAD.match(line)) and (m[1] or m[3] or m[4]):
-            held_out = bool(m[1]) and m[1].lower() not in ("train", "training")
-            head = (index, int(m[2]), held_out)
-            planned_epochs = int(m[3]) if m[3] else planned_epochs
+        elif epoch_head := _epoch_head(line):
+            epoch, epochs, held_out = epoch_head
+            head = (index, epoch, held_out)
+            planned_epochs = epochs or planned_epochs
         elif head is not None and head[0] == index - 1 and (values := _head_values(line, head[2])):
             # the line right after the head holds its values
             if head[2] and rows and rows[-1].get("epoch") == head[1]:
