@@ -67,6 +67,9 @@ def train_loss(ctx: FeatureContext) -> tuple[np.ndarray, np.ndarray, np.ndarray]
         "loss's own units",
         "loss.still_improving": "the last quarter still falls clearly: by 10% or more, or by 5% "
         "or more and at least 5 noise standard errors",
+        "loss.steady_descent": "the last quarter falls by 3% or more and 2.5 noise standard "
+        "errors, at half the pace per quarter of the middle half of the run or faster: a "
+        "smaller fall than loss.still_improving asks for, but one that has not slowed down",
         "loss.late_drop_z": "the fall over the last quarter in standard errors of its noise",
         "loss.change_early": "fractional change of the robust trend over the first 25% of the run",
         "loss.change_mid": "fractional change of the robust trend over 25-75% of the run",
@@ -126,6 +129,7 @@ def _loss(ctx: FeatureContext) -> dict[str, Value]:
         change_late is not None
         and (change_late <= -0.1 or (change_late <= -0.05 and (late_z or 0.0) >= 5.0))
     )
+    steady = _steady_descent(change_late, changes["mid"], late_z)
     head_raw, tail_raw = float(np.median(v[:k_head])), float(np.median(v[-k:]))
     if scale.log:
         improvement = -scale.ratio(tail_t - head_t)
@@ -149,6 +153,7 @@ def _loss(ctx: FeatureContext) -> dict[str, Value]:
         "loss.improvement": improvement,
         "loss.change_total": -improvement,
         "loss.still_improving": still,
+        "loss.steady_descent": steady,
         "loss.late_drop_z": late_z,
         "loss.change_early": changes["early"],
         "loss.change_mid": changes["mid"],
@@ -190,6 +195,18 @@ def _finite_prefix(steps: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, n
     if v.size < 2:
         raise InsufficientDataError("fewer than 2 finite train-loss points before the NaN")
     return s, v
+
+
+def _steady_descent(late: float | None, mid: float | None, late_z: float | None) -> bool:
+    """The last quarter falls at no less than half the middle half's pace per quarter.
+
+    A curve that converges slows down: its last quarter falls far less than its middle did.
+    A smaller fall that keeps the pace (a 10-step smoke run losing 4% in its last quarter after
+    7% in its middle half) is a run cut off mid-descent, not one that levelled off.
+    """
+    if late is None or mid is None or late_z is None:
+        return False
+    return late <= -0.03 and late_z >= 2.5 and mid < 0 and late <= 0.5 * mid / 2
 
 
 def _phase_change(
