@@ -56,6 +56,8 @@ def train_loss(ctx: FeatureContext) -> tuple[np.ndarray, np.ndarray, np.ndarray]
         "loss.last": "last logged train loss",
         "loss.min": "lowest train loss",
         "loss.min_step": "step of the lowest train loss",
+        "loss.last_above_min": "how far the last log sits above the lowest one, as a fraction "
+        "of the lowest (0 when the last log is the run's lowest)",
         "loss.max": "highest finite train loss",
         "loss.head": "the loss at the start: the first log, or the median of the first tenth "
         "of the logs (at most 3) when there are 10 or more",
@@ -146,6 +148,7 @@ def _loss(ctx: FeatureContext) -> dict[str, Value]:
         "loss.last": float(values[-1]),
         "loss.min": float(v.min()),
         "loss.min_step": int(s[int(np.argmin(v))]),
+        "loss.last_above_min": _above(float(v[-1]), float(v.min())),
         "loss.max": float(v.max()),
         "loss.head": head_raw,
         "loss.tail": tail_raw,
@@ -195,6 +198,11 @@ def _finite_prefix(steps: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, n
     if v.size < 2:
         raise InsufficientDataError("fewer than 2 finite train-loss points before the NaN")
     return s, v
+
+
+def _above(x: float, floor: float) -> float:
+    """x over floor as a fraction of floor's size (x - floor when floor is zero)."""
+    return (x - floor) / abs(floor) if floor != 0 else x - floor
 
 
 def _steady_descent(late: float | None, mid: float | None, late_z: float | None) -> bool:
