@@ -2149,3 +2149,58 @@ def test_an_epoch_head_line_with_its_values_on_the_next_line(tmp_path: Path) -> 
     (plain,) = load_runs(log)
     assert plain.metrics["train/loss"].values.tolist() == pytest.approx([1.0, 0.5, 0.333])
     assert not any(k.startswith("eval/") for k in plain.metrics)
+
+
+def test_a_batch_counter_that_restarts_every_epoch_becomes_a_global_step(tmp_path: Path) -> None:
+    # a real per-batch log (holdout50 csv50e_idrid_multitask_5ep_batch_loss_still_falling):
+    # epoch,batch,loss with the batch restarting at 0 every epoch, 5 epochs x 14 batches. Read
+    # as steps, the epoch column kept only one loss per epoch (5 points); the batch axis keeps 70
+    (run,) = load_runs(REAL / "csv50e_idrid_multitask_5ep_batch_loss_still_falling")
+    loss = run.get("train/loss")
+    assert loss is not None and len(loss.steps) == 70
+    assert list(loss.steps[:3]) == [0, 1, 2] and loss.steps[14] == 14 and loss.steps[-1] == 69
+    assert loss.values[14] == pytest.approx(1.0602) and loss.values[-1] == pytest.approx(0.6404)
+    epoch = run.get("train/epoch")
+    assert epoch is not None and epoch.values[13] == 0 and epoch.values[14] == 1
+    assert any("restarts at every epoch" in w for w in run.warnings)
+    # an iteration counter that restarts each epoch (1-based epochs, steps of 50) likewise
+    p = tmp_path / "train_log.csv"
+    p.write_text("epoch,step,train_loss\n1,0,0.30\n1,50,0.28\n2,0,0.26\n2,50,0.25\n3,0,0.24\n")
+    (run,) = load_runs(p)
+    loss = run.get("train/loss")
+    assert loss is not None and list(loss.steps) == [0, 50, 51, 101, 102]
+    # a global step that keeps rising, or a constant batch-size column, is left as it is
+    p.write_text("epoch,step,loss\n0,10,0.9\n0,20,0.8\n1,30,0.7\n1,40,0.6\n")
+    (run,) = load_runs(p)
+    assert list(run.get("train/loss").steps) == [10, 20, 30, 40]  # type: ignore[union-attr]
+    p.write_text("epoch,batch,loss\n0,32,0.9\n1,32,0.8\n2,32,0.7\n3,32,0.6\n")
+    (run,) = load_runs(p)
+    assert list(run.get("train/loss").steps) == [0, 1, 2, 3]  # type: ignore[union-attr]
+
+
+def test_a_printed_keras_history_dict_is_read_as_epochs(tmp_path: Path) -> None:
+    # a real console (holdout50 txt50f_vgg16_scratch_crowd_density_50ep): the script printed
+    # "train history: {'acc': [...], 'loss': [...], 'val_acc': [...], 'val_loss': [...]}" on one
+    # line, then the test accuracy; no per-epoch lines at all
+    (run,) = load_runs(REAL / "txt50f_vgg16_scratch_crowd_density_50ep" / "train_history.txt")
+    loss, val = run.get("train/loss"), run.get("eval/loss")
+    assert loss is not None and val is not None
+    assert list(loss.steps[:2]) == [1, 2] and loss.steps[-1] == 50 and len(val.steps) == 50
+    assert loss.values[0] == pytest.approx(1.0985155) and val.values[-1] == pytest.approx(0.5632990)
+    assert any("History.history dict printed" in w for w in run.warnings)
+    # numpy 2 prints its scalars inside the lists; nan is kept as a non-finite value
+    p = tmp_path / "log.txt"
+    p.write_text(
+        "history: {'loss': [np.float64(0.9), np.float64(0.7), nan], "
+        "'val_loss': [np.float64(1.0), np.float64(0.8), np.float64(0.85)]}\n"
+    )
+    (run,) = load_runs(p)
+    val = run.get("eval/loss")
+    assert val is not None and list(val.values) == pytest.approx([1.0, 0.8, 0.85])
+    # lists of unequal length, or no loss among them, are not a history
+    p.write_text("{'loss': [0.9, 0.7, 0.6], 'val_loss': [1.0, 0.8]}\n")
+    with pytest.raises(CurvediagError):
+        load_runs(p)
+    p.write_text("config: {'layers': [64, 32, 16], 'dropout': [0.1, 0.2, 0.3]}\n")
+    with pytest.raises(CurvediagError):
+        load_runs(p)

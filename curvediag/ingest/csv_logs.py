@@ -46,6 +46,7 @@ import numpy as np
 from curvediag.errors import MalformedRunError
 from curvediag.ingest._tabular import (
     Column,
+    IntArray,
     Table,
     TableReader,
     assign_names,
@@ -640,12 +641,58 @@ def read_plain_jsonl(path: Path, *, aliases: dict[str, str] | None = None) -> li
     return [plain_run(path, table, JSONL_FORMAT, warnings, aliases)]
 
 
+#: Counters of the batch within its epoch (``epoch,batch,loss``).
+_BATCH_COLUMNS = ("batch", "batch_idx", "batch_index", "batch_id", "batch_num")
+
+
+def _epoch_batch_steps(
+    table: Table, step_name: str | None
+) -> tuple[str, str, IntArray, int] | None:
+    """Global steps for a log whose step counter restarts at every epoch.
+
+    ``epoch,batch,loss`` (or ``epoch,iter,loss``) rows number the batch within its epoch: read as
+    steps, every epoch would overwrite the one before. When the epoch never goes back and the
+    counter falls back at each new epoch, step = epochs done x batches per epoch + batch.
+    """
+    epoch_name = find_column(table, EPOCH_COLUMNS)
+    inner = step_name if step_name is not None else find_column(table, _BATCH_COLUMNS)
+    if epoch_name is None or inner is None or inner == epoch_name:
+        return None
+    e_col, b_col = table.columns[epoch_name], table.columns[inner]
+    rows = e_col.present & b_col.present
+    if rows.sum() < 2 or not rows.all():
+        return None
+    e, b = e_col.values, b_col.values
+    if not (np.all(np.isfinite(e)) and np.all(np.isfinite(b))):
+        return None
+    if np.any(e != np.floor(e)) or np.any(b != np.floor(b)) or b.min() < 0:
+        return None
+    de, db = np.diff(e), np.diff(b)
+    new_epoch = de > 0
+    if np.any(de < 0) or not new_epoch.any():
+        return None
+    # the counter restarts at every new epoch and only rises within one
+    if not (np.all(db[new_epoch] < 0) and np.all(db[~new_epoch] > 0)):
+        return None
+    width = int(b.max() - b.min()) + 1
+    epochs_done = (e - e.min()).astype(np.int64)
+    steps = epochs_done * width + (b - b.min()).astype(np.int64)
+    return epoch_name, inner, steps, width
+
+
 def plain_run(
     path: Path, table: Table, fmt: str, warnings: list[str], aliases: dict[str, str] | None
 ) -> Run:
     _name_series_from_file(path, table, warnings, aliases)
     step_name = find_column(table, STEP_COLUMNS)
-    if step_name is None:
+    nested = _epoch_batch_steps(table, step_name)
+    if nested is not None:
+        epoch_name, step_name, _, width = nested
+        warnings.append(
+            f"the {step_name!r} column restarts at every epoch: steps are epochs done x {width} "
+            f"+ {step_name!r}, and {epoch_name!r} is kept as a metric"
+        )
+    if step_name is None and nested is None:
         step_name = find_column(table, EPOCH_COLUMNS)
         if step_name is not None:
             warnings.append("no step column: steps are the 'epoch' column")
@@ -689,7 +736,9 @@ def plain_run(
             path,
             f"no numeric metric column besides {step_name!r}; columns: {describe_columns(table)}",
         )
-    if step_name is None:
+    if nested is not None:
+        steps, ok, integral = nested[2], np.ones(table.nrows, dtype=bool), True
+    elif step_name is None:
         steps = np.arange(1, table.nrows + 1, dtype=np.int64)
         ok, integral = np.ones(table.nrows, dtype=bool), True
     else:

@@ -261,7 +261,7 @@ def sniff(path: Path) -> bool:
     if b"\0" in head:
         return False
     lines = [_unprefixed(raw) for raw in head.decode("utf-8", errors="replace").splitlines()]
-    if _records(lines)[0]:
+    if _records(lines)[0] or _printed_history(lines)[0]:
         return True
     hits = sum(
         1
@@ -283,6 +283,45 @@ def sniff(path: Path) -> bool:
         or _gan_values(line)
     )
     return hits >= _MIN_MATCHES or any(_FINAL_LOSS.match(line) for line in lines)
+
+
+#: One list of a Keras ``History.history`` dict printed by the script (``print("train
+#: history:", history.history)``): ``'val_loss': [0.69, 0.52, ...]``, one entry per epoch.
+_PRINTED_LIST = re.compile(r"""['"]([A-Za-z_][\w/.-]*)['"]\s*:\s*\[([^\[\]]*)\]""")
+#: An entry as numpy 2 prints it inside a list: ``np.float64(0.52)``.
+_NUMPY_SCALAR = re.compile(r"^(?:np|numpy)\.(?:float|int)\d*\((.*)\)$")
+
+
+def _printed_number(text: str) -> float | None:
+    t = text.strip()
+    if m := _NUMPY_SCALAR.match(t):
+        t = m[1].strip()
+    try:
+        return float(t)  # also nan, inf, -inf as Python prints them
+    except ValueError:
+        return None
+
+
+def _printed_history(lines: list[str]) -> tuple[list[dict[str, Any]], int]:
+    """The per-epoch rows of the first printed ``History.history`` dict in ``lines`` (its lists
+    of numbers, all of one length of 2 or more, one of them a loss), and its line; ([], -1)
+    when there is none."""
+    for index, line in enumerate(lines):
+        if "{" not in line or "[" not in line:
+            continue
+        lists: dict[str, list[float]] = {}
+        for m in _PRINTED_LIST.finditer(line):
+            values = [_printed_number(x) for x in m[2].split(",") if x.strip()]
+            if values and all(v is not None for v in values):
+                lists[m[1]] = [v for v in values if v is not None]
+        lengths = {len(v) for v in lists.values()}
+        if len(lengths) != 1 or min(lengths) < 2:
+            continue
+        if not any(k.endswith("loss") for k in lists):
+            continue
+        n = lengths.pop()
+        return [{"epoch": i + 1, **{k: v[i] for k, v in lists.items()}} for i in range(n)], index
+    return [], -1
 
 
 def _without_symbols(line: str) -> str:
@@ -998,6 +1037,13 @@ def _read_text(path: Path, text: str, aliases: dict[str, str] | None) -> list[Ru
             notes.add(f"steps are the batches of the epoch lines ({per_epoch} per epoch)")
     if not rows:
         rows, last_line = _records(bare)
+    if not rows:
+        rows, last_line = _printed_history(bare)
+        if rows:
+            notes.add(
+                "a Keras History.history dict printed by the script: one entry per epoch, "
+                "numbered from 1"
+            )
     if not rows:
         # nothing per step or epoch, only the loop's closing "Final training loss: 1.1465"
         finals = [(i, m) for i, line in enumerate(bare) if (m := _FINAL_LOSS.match(line))]
