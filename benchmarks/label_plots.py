@@ -2,8 +2,8 @@
 
 The labelling protocol (``benchmarks/real_runs/LABELLING.md``) asks for a label written from the
 plots BEFORE curvediag diagnoses the run. This script reads the log with plain readers (``json``
-for a ``trainer_state.json``, ``pandas`` for a CSV, tensorboard's ``EventAccumulator`` for event
-files), prints a numeric summary of every series (points, first / last / min with its step,
+for a ``trainer_state.json`` or a W&B ``wandb-history.jsonl``, ``pandas`` for a CSV,
+tensorboard's ``EventAccumulator`` for event files), prints a numeric summary of every series (points, first / last / min with its step,
 non-finite count, quarter means) and writes one grid of plots. It never calls a rule.
 
 Usage::
@@ -86,8 +86,28 @@ def read_tensorboard(path: Path) -> tuple[dict[str, object], Series]:
     return {"event files": len(files)}, out
 
 
+def read_jsonl(path: Path) -> tuple[dict[str, object], Series]:
+    """Every numeric key of a JSON Lines log (W&B's ``wandb-history.jsonl``) against ``_step``
+    (else ``step``, else the line number)."""
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    out: Series = {}
+    for i, row in enumerate(rows):
+        x = row.get("_step", row.get("step", i))
+        for key, v in row.items():
+            if key in ("_step", "step") or isinstance(v, bool) or not isinstance(v, (int, float)):
+                continue
+            out.setdefault(key, []).append((float(x), float(v)))
+    return {"rows": len(rows)}, out
+
+
 def read_any(path: Path) -> tuple[dict[str, object], Series]:
     name = path.name
+    if path.is_dir() and not any(path.rglob("*tfevents*")):
+        history = sorted(path.rglob("*.jsonl"))
+        if history:  # a W&B run folder (files/wandb-history.jsonl)
+            return read_jsonl(history[0])
+    if name.endswith(".jsonl"):
+        return read_jsonl(path)
     if name.endswith(".json"):
         return read_trainer_state(path)
     if path.is_dir() or "tfevents" in name:
@@ -143,6 +163,14 @@ def main(argv: list[str] | None = None) -> int:
     top, series = read_any(args.log)
     print("top level:", {k: top[k] for k in list(top)[:30]})
     print("\n".join(summary(series)))
+    if not any(len(points) >= 2 for points in series.values()):
+        print(
+            f"label_plots: no series of 2 or more points in {args.log} (it reads "
+            "trainer_state.json, CSV logs, JSON Lines histories and TensorBoard event files; "
+            "read other logs with curvediag.load_run and plot them yourself): no plot written",
+            file=sys.stderr,
+        )
+        return 1
     plot(series, args.output)
     print(f"plots written to {args.output}")
     return 0

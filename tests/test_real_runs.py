@@ -147,12 +147,17 @@ def test_label_plots_reads_every_format_without_rules(tmp_path: Path) -> None:
         (home("csv_braincnn") / "training.log", "loss"),
         (home("pl_gaze") / "metrics.csv", "val_loss"),
         (home("tb_neastro_rnn"), "file0/val_loss"),
+        (home("wbh_mnist_mlp_dropout_50ep"), "val_loss"),  # a W&B run folder's history
     ]:
         _, series = mod.read_any(log)
         assert len(series[key]) >= 5, (log, sorted(series))
         out = tmp_path / f"{log.parent.name}.png"
         mod.plot(series, out)
         assert out.stat().st_size > 5_000
+    # a folder with nothing it can read: a clear message and a failing exit, no empty "plot"
+    (tmp_path / "empty").mkdir()
+    assert mod.main([str(tmp_path / "empty"), "-o", str(tmp_path / "none.png")]) == 1
+    assert not (tmp_path / "none.png").exists()
 
 
 def test_every_rule_claims_a_label_category_in_the_benchmark() -> None:
