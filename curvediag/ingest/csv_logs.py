@@ -692,7 +692,7 @@ def plain_run(
             f"the {step_name!r} column restarts at every epoch: steps are epochs done x {width} "
             f"+ {step_name!r}, and {epoch_name!r} is kept as a metric"
         )
-    if step_name is None and nested is None:
+    if step_name is None:  # (a restarting counter, when found, is the step column now)
         step_name = find_column(table, EPOCH_COLUMNS)
         if step_name is not None:
             warnings.append("no step column: steps are the 'epoch' column")
