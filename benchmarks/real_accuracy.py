@@ -68,6 +68,7 @@ RULE_CATEGORY: dict[str, str | None] = {
     "eval-too-rare": None,
     "loss-not-decreasing": "not-learning",
     "loss-barely-fell": "not-learning",
+    "loss-flat-over-four-logs": "plateau",
     "loss-no-trend-around-zero": "not-learning",
     "loss-at-chance-level": "not-learning",
     "loss-rose-to-chance-level": "not-learning",

@@ -22,7 +22,7 @@ from curvediag.errors import (
     MissingDependencyError,
     UnrecognizedFormatError,
 )
-from curvediag.ingest import csv_logs, load_runs, tables, wandb_tables
+from curvediag.ingest import csv_logs, load_runs, tables, text_logs, wandb_tables
 from curvediag.ingest.trainer_args import apply_trainer_config
 from curvediag.ingest.wandb_tables import split_header
 from curvediag.model import Run, RunMeta
@@ -2204,3 +2204,41 @@ def test_a_printed_keras_history_dict_is_read_as_epochs(tmp_path: Path) -> None:
     p.write_text("config: {'layers': [64, 32, 16], 'dropout': [0.1, 0.2, 0.3]}\n")
     with pytest.raises(CurvediagError):
         load_runs(p)
+
+
+def test_printed_lines_saved_as_csv_are_read_as_a_console_log(tmp_path: Path) -> None:
+    # a real one (holdout51 csv51e_lane_deeplabv3p): a loop wrote "Epoch:0, mask loss is
+    # 0.1411" lines into train_log.csv, no header; read as a table its first line was the header
+    # and nothing was left to read
+    (run,) = load_runs(REAL / "csv51e_lane_deeplabv3p_loss_switch_level_shift_ep3")
+    assert run.format == "text-log"
+    loss = run.get("train/loss")
+    assert loss is not None and list(loss.steps) == list(range(10))
+    assert loss.values[0] == pytest.approx(0.1411) and loss.values[3] == pytest.approx(0.5052)
+    # a table whose header names its columns, or whose rows are bare numbers, stays a table
+    p = tmp_path / "log.csv"
+    p.write_text("epoch,loss\n0,0.9\n1,0.8\n2,0.7\n")
+    (run,) = load_runs(p)
+    assert run.format == "csv"
+    assert not text_logs.sniff(p)
+    p.write_text("epoch 1 loss,0.9\nepoch 2 loss,0.8\nepoch 3 loss,0.7\n")  # a number alone
+    assert not text_logs.sniff(p)
+    p.write_text(
+        "Epoch:0, mask loss is 0.9\nEpoch:1, mask loss is 0.8\nEpoch:2, mask loss is 0.7\n"
+    )
+    assert text_logs.sniff(p)
+
+
+def test_record_lines_with_a_rising_batch_counter_and_a_fraction(tmp_path: Path) -> None:
+    # a real Python-logging file (holdout51 txt51f_rope_llm_openwebtext): "ep: 0, batch: 20,
+    # time: 9.17, ntokens: 485.20/513, loss: 10.984375" every 20 micro-batches. The "/513" after
+    # a value made the line unreadable; the batch counter numbers the steps
+    (run,) = load_runs(REAL / "txt51f_rope_llm_openwebtext_first_260_batches" / "train.log")
+    loss = run.get("train/loss")
+    assert loss is not None and list(loss.steps) == list(range(20, 261, 20))
+    assert loss.values[0] == pytest.approx(10.984375) and loss.values[-1] == pytest.approx(8.390625)
+    # a batch column that does not rise is a batch size, not a counter: lines numbered in order
+    p = tmp_path / "train.log"
+    p.write_text("loss: 0.9, batch: 32\nloss: 0.8, batch: 32\nloss: 0.7, batch: 32\n")
+    (run,) = load_runs(p)
+    assert list(run.get("train/loss").steps) == [1, 2, 3]  # type: ignore[union-attr]

@@ -8,6 +8,7 @@ from curvediag.errors import InsufficientDataError
 from curvediag.features._stats import (
     DIRECT_LIMIT,
     LossScale,
+    last_logs_range,
     mad_sigma,
     prefix_medians,
     rolling_median,
@@ -176,6 +177,8 @@ def _eval_trend(v: np.ndarray) -> dict[str, Value]:
         "eval.n": "number of evaluations",
         "eval.first": "first eval loss",
         "eval.last": "last eval loss",
+        "eval.last3_range": "range of the last three evaluations as a fraction of the lowest of "
+        "them (0.02 = within 2% of each other)",
         "eval.min": "lowest eval loss",
         "eval.min_step": "step of the lowest eval loss",
         "eval.evals_after_min": "evaluations after the minimum",
@@ -275,6 +278,7 @@ def _eval(ctx: FeatureContext) -> dict[str, Value]:
         "eval.n": int(v.size),
         "eval.first": float(v[0]),
         "eval.last": float(v[-1]),
+        "eval.last3_range": last_logs_range(v),
         "eval.min": float(v[i_min]),
         "eval.min_step": int(s[i_min]),
         "eval.evals_after_min": int(v.size - 1 - i_min),

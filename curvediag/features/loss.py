@@ -11,6 +11,7 @@ from curvediag.features._stats import (
     PHASES,
     LossScale,
     fitted_change,
+    last_logs_range,
     mad_sigma,
     phase_mask,
     prefix_medians,
@@ -58,6 +59,8 @@ def train_loss(ctx: FeatureContext) -> tuple[np.ndarray, np.ndarray, np.ndarray]
         "loss.min_step": "step of the lowest train loss",
         "loss.last_above_min": "how far the last log sits above the lowest one, as a fraction "
         "of the lowest (0 when the last log is the run's lowest)",
+        "loss.last3_range": "range of the last three logs as a fraction of the lowest of them "
+        "(0.02 = within 2% of each other)",
         "loss.max": "highest finite train loss",
         "loss.head": "the loss at the start: the first log, or the median of the first tenth "
         "of the logs (at most 3) when there are 10 or more",
@@ -149,6 +152,7 @@ def _loss(ctx: FeatureContext) -> dict[str, Value]:
         "loss.min": float(v.min()),
         "loss.min_step": int(s[int(np.argmin(v))]),
         "loss.last_above_min": _above(float(v[-1]), float(v.min())),
+        "loss.last3_range": last_logs_range(v),
         "loss.max": float(v.max()),
         "loss.head": head_raw,
         "loss.tail": tail_raw,

@@ -62,6 +62,7 @@ free-form print log is not guessed at.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import re
@@ -248,6 +249,10 @@ _PATTERNS = (_NANOGPT_EVAL, _NANOGPT_ITER, _BUILD_NANOGPT, _LLMC_STEP, _LLMC_VAL
 _FINAL_LOSS = re.compile(rf"^final (?:training|train) loss\s*[:=]\s*{_NUM}\s*$", re.IGNORECASE)
 #: Suffixes a saved stdout carries (a job's ``.out`` / ``.log``, a ``log.txt``), or none.
 _SUFFIXES = frozenset({".txt", ".log", ".out", ""})
+#: Suffixes of a table, which a loop sometimes gives to its printed lines (``train_log.csv``
+#: holding ``Epoch:0, mask loss is 0.1411``): read as a console log only when its first line
+#: is not a header (every comma-separated cell of it holds a digit) and the lines match.
+_TABLE_SUFFIXES = frozenset({".csv", ".tsv"})
 #: Lines of the file's head that must match before it is read as a training log.
 _MIN_MATCHES = 3
 
@@ -255,12 +260,18 @@ _MIN_MATCHES = 3
 def sniff(path: Path) -> bool:
     """A ``.txt`` / ``.log`` / ``.out`` file whose head holds at least three lines in one of
     the layouts above."""
-    if not path.is_file() or path.suffix.lower() not in _SUFFIXES:
+    if not path.is_file():
+        return False
+    table = path.suffix.lower() in _TABLE_SUFFIXES
+    if not table and path.suffix.lower() not in _SUFFIXES:
         return False
     head = head_bytes(path)
     if b"\0" in head:
         return False
-    lines = [_unprefixed(raw) for raw in head.decode("utf-8", errors="replace").splitlines()]
+    raws = head.decode("utf-8-sig", errors="replace").splitlines()
+    if table and not _headless_text(raws):
+        return False
+    lines = [_unprefixed(raw) for raw in raws]
     if _records(lines)[0] or _printed_history(lines)[0]:
         return True
     hits = sum(
@@ -283,6 +294,15 @@ def sniff(path: Path) -> bool:
         or _gan_values(line)
     )
     return hits >= _MIN_MATCHES or any(_FINAL_LOSS.match(line) for line in lines)
+
+
+def _headless_text(raws: list[str]) -> bool:
+    """Whether a ``.csv`` file's first line is printed text rather than a table's header:
+    every comma-separated cell holds a digit and a letter (``Epoch:0, mask loss is 0.1411``),
+    which no header of names and no row of bare numbers does."""
+    first = next((r for r in raws if r.strip()), "")
+    cells = [c.strip() for c in first.split(",")]
+    return all(re.search(r"\d", c) and re.search(r"[A-Za-z]", c) for c in cells)
 
 
 #: One list of a Keras ``History.history`` dict printed by the script (``print("train
@@ -422,6 +442,7 @@ def _record(line: str) -> tuple[bool, dict[str, float]]:
         held_out = head[1].lower() not in ("train", "training")
         line = line[head.end() :]
     values: dict[str, float] = {}
+    line = _FRACTION.sub(r"\1", line)  # "ntokens: 485.20/513": the count, not its bound
     rest = _PAIR.sub(" ", line).replace("%", " ")  # a value may end in %
     if rest.strip(" \t,;|:-") or not _has_loss(values := _pairs(line)):
         return False, {}
@@ -441,7 +462,13 @@ def _records(lines: list[str]) -> tuple[list[dict[str, Any]], int]:
     split = any(held_out for _, held_out, _ in found) and not all(h for _, h, _ in found)
     rows: list[dict[str, Any]] = []
     counter = next(
-        (k for k in _COUNTERS if sum(k in v for _, _, v in found) * 2 > len(found)), None
+        (
+            k
+            for k in _COUNTERS
+            if sum(k in v for _, _, v in found) * 2 > len(found)
+            and (k != "batch" or _rising([v[k] for _, _, v in found if k in v]))
+        ),
+        None,
     )
     if counter is not None:
         # "epoch=1 step=200 train_loss=0.36 val_loss=0.31": the lines number themselves; a line
@@ -463,8 +490,16 @@ def _records(lines: list[str]) -> tuple[list[dict[str, Any]], int]:
     return rows, found[-1][0]
 
 
-#: Names of a step counter a record line may carry (``step=200``), most specific first.
-_COUNTERS = ("global_step", "step", "iteration", "iter")
+#: Names of a step counter a record line may carry (``step=200``), most specific first;
+#: ``batch`` only when it rises on every line (``ep: 0, batch: 20, ..., loss: 10.98``), as a
+#: batch size it would not.
+_COUNTERS = ("global_step", "step", "iteration", "iter", "batch")
+#: A value out of its bound in a record line (``ntokens: 485.20/513``), the value kept.
+_FRACTION = re.compile(rf"([:=]\s*{_NUM})\s*/\s*\d+{_END}")
+
+
+def _rising(values: list[float]) -> bool:
+    return all(b > a for a, b in itertools.pairwise(values))
 
 
 def _has_loss(values: dict[str, float]) -> bool:
