@@ -2242,3 +2242,35 @@ def test_record_lines_with_a_rising_batch_counter_and_a_fraction(tmp_path: Path)
     p.write_text("loss: 0.9, batch: 32\nloss: 0.8, batch: 32\nloss: 0.7, batch: 32\n")
     (run,) = load_runs(p)
     assert list(run.get("train/loss").steps) == [1, 2, 3]  # type: ignore[union-attr]
+
+
+def test_headerless_loss_lines_and_a_session_that_carried_on(tmp_path: Path) -> None:
+    # a real loss_log.txt (holdout52 txt52f_charlstm_chinese_poems): "epoch,loss" lines with no
+    # header, written by two sessions; the second reloaded the saved model and numbered its
+    # epochs from 1 again (3.9771 at the end of the first, 3.9765 at the start of the second)
+    (run,) = load_runs(REAL / "txt52f_charlstm_chinese_poems_converged_resumed" / "loss_log.txt")
+    loss = run.get("train/loss")
+    assert loss is not None and len(loss.steps) == 229
+    assert list(loss.steps[:2]) == [1, 2] and loss.steps[-1] == 229
+    assert loss.values[22] == pytest.approx(3.9771) and loss.values[23] == pytest.approx(3.9765)
+    assert any("later sessions of one training" in w for w in run.warnings)
+    # a fresh model after the restart (back near its first loss) is not joined on: the later
+    # session is kept as a resume, as before
+    p = tmp_path / "loss_log.txt"
+    p.write_text("1,2.0\n2,1.5\n3,1.2\n1,1.9\n2,1.4\n")
+    (run,) = load_runs(p)
+    assert list(run.get("train/loss").steps) == [1, 2]  # type: ignore[union-attr]
+    # ... nor is a resume that rewinds only part of the way (a checkpoint's step)
+    p.write_text("1,2.0\n2,1.5\n3,1.2\n4,1.1\n3,1.2\n4,1.1\n5,1.0\n")
+    (run,) = load_runs(p)
+    assert list(run.get("train/loss").steps) == [1, 2, 3, 4, 5]  # type: ignore[union-attr]
+    # a held-out split in the name makes it the eval loss
+    v = tmp_path / "val_loss.csv"
+    v.write_text("1,2.0\n2,1.5\n3,1.2\n")
+    (run,) = load_runs(v)
+    assert run.get("eval/loss") is not None and run.get("train/loss") is None
+    # a file whose name does not name a loss is not read as header-less pairs
+    q = tmp_path / "notes.txt"
+    q.write_text("1,2.0\n2,1.5\n3,1.2\n")
+    with pytest.raises(CurvediagError):
+        load_runs(q)

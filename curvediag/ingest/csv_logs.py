@@ -45,7 +45,9 @@ import numpy as np
 
 from curvediag.errors import MalformedRunError
 from curvediag.ingest._tabular import (
+    BoolArray,
     Column,
+    FloatArray,
     IntArray,
     Table,
     TableReader,
@@ -248,7 +250,9 @@ def sniff_plain_csv(path: Path) -> bool:
     head = head_bytes(path)
     # the first line, whatever ends it (a log written with bare "\r" line ends)
     first = next(iter(head.decode("utf-8-sig", "replace").splitlines()), "")
-    return b"\0" not in head and table_log_delimiter(first) is not None
+    return b"\0" not in head and (
+        table_log_delimiter(first) is not None or _headerless_loss_pairs(path, first, ",")
+    )
 
 
 def table_log_delimiter(header: str) -> str | None:
@@ -590,8 +594,9 @@ def read_plain_csv(path: Path, *, aliases: dict[str, str] | None = None) -> list
     if sep == "," and ";" in header and "," not in header:
         sep = ";"  # Keras' CSVLogger(separator=";")
     if _headerless_loss_pairs(path, text, sep):
-        # "0,0.4069" rows with no header in loss.csv / losses.csv: a row counter and the loss
-        text = f"step{sep}loss\n" + text
+        # "0,0.4069" rows with no header in loss.csv / loss_log.txt: a row counter and the loss
+        held_out = set(re.split(r"[^a-z]+", path.stem.lower())) & EVAL_SPLIT_WORDS
+        text = f"step{sep}{'val_loss' if held_out else 'loss'}\n" + text
         warnings.append(
             f"{path.name} has no header: its two columns are read as a row counter and the "
             "loss its file name names"
@@ -601,9 +606,9 @@ def read_plain_csv(path: Path, *, aliases: dict[str, str] | None = None) -> list
 
 
 def _headerless_loss_pairs(path: Path, text: str, sep: str) -> bool:
-    """A CSV named for its loss whose first line is already two numbers, the first a whole
-    row counter."""
-    if path.stem.lower() not in ("loss", "losses", "train_loss", "train_losses"):
+    """A table named for its loss (``loss.csv``, ``loss_log.txt``) whose first line is already
+    two numbers, the first a whole row counter."""
+    if not _names_a_loss(path):
         return False
     first = text.split("\n", 1)[0].strip().split(sep)
     try:
@@ -761,6 +766,9 @@ def plain_run(
         aliases = _ultralytics_eval(table, cols, warnings, aliases)
     names, msgs = assign_names(cols, lambda c: canonical_name(c, extra=aliases), counts)
     warnings.extend(msgs)
+    loss_raw = next((raw for raw, name in names.items() if name == "train/loss"), None)
+    if step_name is not None and nested is None and loss_raw is not None:
+        steps = _continued_sessions(steps, ok, table.columns[loss_raw], step_name, warnings)
     wall = wall_column(table, [wall_name]) if wall_name else None
     dropped = OutOfRange()
     step_col = table.columns[step_name] if step_name is not None else None
@@ -779,6 +787,60 @@ def plain_run(
         if patience is not None:
             _yolo_early_stop(run, table, patience)
     return _finish(run, restarts, dropped=dropped, table=table)
+
+
+#: The share of the session before's fall a later session's first loss must keep to carry on.
+_CARRIED_ON = 0.75
+
+
+def _share_kept(before: FloatArray, here: float) -> float | None:
+    """How much of the fall from ``before``'s first value to its last ``here`` still holds (1 =
+    at the last value, 0 = back at the first), on a log scale for positive losses; None when
+    the session did not fall."""
+    if not before.size or not math.isfinite(here):
+        return None
+    a, b, x = float(before[0]), float(before[-1]), here
+    if min(a, b, x) > 0:
+        a, b, x = math.log(a), math.log(b), math.log(x)
+    return (a - x) / (a - b) if a > b else None
+
+
+def _continued_sessions(
+    steps: IntArray, ok: BoolArray, loss: Column, step_name: str, warnings: list[str]
+) -> IntArray:
+    """Steps for a log appended by several sessions of one training, each counting from the
+    start again (a loop that reloads its saved model and numbers its epochs from 1): where the
+    counter falls back to its first value and the train loss there keeps at least three
+    quarters of what the session before had taken off its first value (the model carried on; a
+    fresh model starts high again, and a resume from a checkpoint rewinds only part of the way),
+    the later session's steps follow the earlier's."""
+    out = steps.copy()
+    rows = np.flatnonzero(ok)
+    if rows.size < 3:
+        return out
+    first = int(steps[rows[0]])
+    start, offset, joined = 0, 0, []
+    for k in range(1, rows.size):
+        i, prev = rows[k], rows[k - 1]
+        if steps[i] >= steps[prev]:
+            continue
+        before = loss.values[rows[start:k]][loss.present[rows[start:k]]]
+        before = before[np.isfinite(before)]
+        here = float(loss.values[i]) if loss.present[i] else math.nan
+        kept = _share_kept(before, here)
+        if steps[i] > first or kept is None or kept < _CARRIED_ON:
+            return steps  # a resume that rewinds, or a fresh start: left to the resume logic
+        offset = int(out[prev]) - int(steps[i]) + 1
+        joined.append(int(i))
+        start = k
+        out[rows[k:]] = steps[rows[k:]] + offset
+    if joined:
+        warnings.append(
+            f"the {step_name!r} column starts again from {first} at "
+            f"{len(joined)} row(s) with the loss where it had got to: read as later sessions of "
+            "one training, their steps following on"
+        )
+    return out
 
 
 def _ultralytics_eval(
