@@ -2274,3 +2274,28 @@ def test_headerless_loss_lines_and_a_session_that_carried_on(tmp_path: Path) -> 
     q.write_text("1,2.0\n2,1.5\n3,1.2\n")
     with pytest.raises(CurvediagError):
         load_runs(q)
+
+
+def test_bare_epoch_lines_then_train_set_and_val_set_lines(tmp_path: Path) -> None:
+    # a real W&B console (holdout52 wb52d_mlp_car_price_kolesa): "Epoch: N", a tqdm bar, then
+    # "Train set: Average loss: X" and "Val set: Average loss: Y, MAE: ..., R2: ..." per epoch,
+    # and a "Test set: ..." line after the last epoch, which is not part of the curve
+    folder = REAL / "wb52d_mlp_car_price_kolesa_15ep_val_gap_still_improving"
+    (run,) = load_runs(next(folder.glob("run-*/files")))
+    loss, val = run.get("train/loss"), run.get("eval/loss")
+    assert loss is not None and val is not None
+    assert list(loss.steps) == list(range(1, 16)) and list(val.steps) == list(range(1, 16))
+    assert loss.values[0] == pytest.approx(177.3284) and val.values[-1] == pytest.approx(0.3623)
+    assert any("test-set line" in w for w in run.warnings)
+    # a test set evaluated every epoch in place of a validation set is the eval curve
+    p = tmp_path / "train.log"
+    p.write_text(
+        "".join(
+            f"Epoch: {e}\nTrain set: Average loss: {1 / e:.3f}\nTest set: Average loss: "
+            f"{1.2 / e:.3f}\n"
+            for e in range(1, 5)
+        )
+    )
+    (run,) = load_runs(p)
+    val = run.get("eval/loss")
+    assert val is not None and len(val.steps) == 4 and val.values[0] == pytest.approx(1.2)

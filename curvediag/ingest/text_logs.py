@@ -126,6 +126,9 @@ _EPOCH_HEAD = re.compile(
     r"\s*(\.\.\.|\u2026)?\s*$",
     re.IGNORECASE,
 )
+#: A bare ``Epoch: 3`` line: the epoch that the split-headed lines after it (``Train set:
+#: Average loss: 0.97``, ``Val set: Average loss: 1.18, MAE: ...``) belong to.
+_BARE_EPOCH = re.compile(r"^epoch\s*:?\s*(\d+)\s*$", re.IGNORECASE)
 _KERAS_PROGRESS = re.compile(rf"\] - .*\bloss: {_NUM}")
 _WORD = r"[A-Za-z_][\w./@-]*"  # "Acc@1" too
 _END = r"(?=%?(?:[\s,|;)\]]|$))"
@@ -141,7 +144,7 @@ _HF_PAIR = re.compile(rf"'([A-Za-z_][\w/.-]*)': '?{_NUM}'?(?=[,}}])")
 #: The head of a split's line of metrics: ``- Train metrics:``, ``Eval metrics -``.
 _SPLIT_HEAD = re.compile(
     rf"^-?\s*({_TRAIN_SPLIT}|evaluation|{_HELD_OUT_SPLIT})"
-    r"(?:\s+metrics?\s*[:-]|\.|:)\s*",
+    r"(?:\s+(?:metrics?|set)\s*[:-]|\.|:)\s*",
     re.IGNORECASE,
 )
 #: PyTorch Lightning's note when Ctrl-C (or a scheduler's SIGINT) stops fit().
@@ -979,10 +982,23 @@ def _read_text(path: Path, text: str, aliases: dict[str, str] | None) -> list[Ru
         elif m := _KERAS_EPOCH.match(line):
             keras_epoch, planned_epochs = int(m[1]), int(m[2])
             current_epoch = keras_epoch
-        elif current_epoch is not None and _SPLIT_HEAD.match(line) and (rec := _record(line))[1]:
+        elif (
+            current_epoch is not None
+            and (split_head := _SPLIT_HEAD.match(line))
+            and (rec := _record(line))[1]
+        ):
             # "Epoch 1/10", then "- Train metrics: ..." and "- Eval metrics: ..." lines
-            rows.append({"epoch": current_epoch, **rec[1]})
+            if split_head[1].lower() == "test" and any(
+                r.get("epoch") == current_epoch and any(k.startswith("val_") for k in r)
+                for r in rows[-2:]
+            ):
+                # "Test set: ..." after the epoch's "Val set: ...": the final test, not the curve
+                notes.add("a test-set line after its epoch's validation line is left out")
+            else:
+                rows.append({"epoch": current_epoch, **rec[1]})
             keras_epoch = None
+        elif m := _BARE_EPOCH.match(line):
+            current_epoch = int(m[1])
         elif epoch_head := _epoch_head(line):
             epoch, epochs, held_out = epoch_head
             head = (index, epoch, held_out)
