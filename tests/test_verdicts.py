@@ -351,3 +351,19 @@ def test_a_slow_creep_under_eval_noise_is_still_improving_but_a_levelling_curve_
     )
     assert d.features["eval.projected_gain"] < 0.01
     assert "still-improving-at-end" not in d.finding_ids
+
+
+def test_a_projected_fall_of_a_positive_eval_loss_stays_under_its_whole_value() -> None:
+    # gaps that do not shrink (0.3, 0.3) extrapolate, as a plain geometric series, to 12x the
+    # last eval loss of 0.1: "it would fall about 1200% more" is impossible for a loss >= 0.
+    # Compounded, the projection is a large fall that stays below 100%; a small one is unchanged
+    from curvediag.testing.synth import make_run
+
+    train = {"gen": "decay", "n": 50, "start": 2.0, "end": 0.5}
+    steep = make_run({"train/loss": train, "eval/loss": {"values": [1.0, 0.9, 0.7, 0.4, 0.1]}})
+    gain = curvediag.diagnose(steep).features["eval.projected_gain"]
+    assert isinstance(gain, float) and 0.99 < gain < 1.0
+    gentle = make_run({"train/loss": train, "eval/loss": {"values": [1.0, 0.9, 0.85, 0.82, 0.80]}})
+    gain = curvediag.diagnose(gentle).features["eval.projected_gain"]
+    # last gap 0.02, ratio 0.02 / 0.03: 0.02 x 2 = 0.04 more, 5% of 0.80 (1 - e^-0.05 = 0.049)
+    assert gain == pytest.approx(-math.expm1(-0.05), rel=1e-6)

@@ -141,6 +141,16 @@ def _eval_trend(v: np.ndarray) -> dict[str, Value]:
     """
     if v.size < 4:
         return {"eval.late_drop": None, "eval.projected_gain": None}
+    out = _raw_eval_trend(v)
+    gain = out["eval.projected_gain"]
+    if isinstance(gain, float) and gain > 0 and float(v.min()) > 0:
+        # a positive loss cannot fall by its whole value: the extrapolated fall, a fraction of
+        # the last loss, compounds (1 - e^-x: the same for small falls, never 100% or more)
+        out["eval.projected_gain"] = float(-np.expm1(-gain))
+    return out
+
+
+def _raw_eval_trend(v: np.ndarray) -> dict[str, Value]:
     d = -np.diff(v)  # positive: the eval loss fell
     pair = v.size >= 8
     last = float(np.mean(d[-2:])) if pair else float(d[-1])
@@ -225,11 +235,11 @@ def _eval_trend(v: np.ndarray) -> dict[str, Value]:
         "eval.fall_last5": "fractional fall of the eval loss over its last five gaps (1 - last / "
         "the sixth from last); None under 6 evaluations",
         "eval.projected_gain": "how much further the eval loss would fall, as a fraction of the "
-        "last eval loss: from 16 evaluations on, over another quarter at the pace of its last "
-        "quarter when that trend is clear of the noise and not levelling off; else if its "
-        "recent improvements kept shrinking at their current rate (geometric extrapolation of "
-        "the last gaps); 0 when it stopped falling, or (under 8 evaluations) when its last fall "
-        "came right after a rise",
+        "last eval loss (compounded: under 1 for a positive loss): from 16 evaluations on, "
+        "over another quarter at the pace of its last quarter when that trend is clear of the "
+        "noise and not levelling off; else if its recent improvements kept shrinking at their "
+        "current rate (geometric extrapolation of the last gaps); 0 when it stopped falling, "
+        "or (under 8 evaluations) when its last fall came right after a rise",
         "eval.last_new_min_drop": "how far the last evaluation fell below every earlier one "
         "(1 - last / earlier minimum); None when it is not a new minimum, under 4 evaluations "
         "or for a loss not positive everywhere",
