@@ -20,15 +20,17 @@ __all__ = [
 PHASES = {"early": (0.0, 0.25), "mid": (0.25, 0.75), "late": (0.75, 1.0)}
 
 
+def relative_above(x: float, floor: float) -> float:
+    """x over floor as a fraction of floor's size (x - floor when floor is zero)."""
+    return (x - floor) / abs(floor) if floor != 0 else x - floor
+
+
 def last_logs_range(v: np.ndarray, k: int = 3) -> float | None:
     """The range of the last ``k`` values as a fraction of the smallest one's size (0.02 = the
     last three logs lie within 2% of each other), or None with fewer than ``k`` values."""
     if v.size < k:
         return None
-    last = v[-k:]
-    low = float(last.min())
-    spread = float(last.max()) - low
-    return spread / abs(low) if low != 0 else spread
+    return relative_above(float(v[-k:].max()), float(v[-k:].min()))
 
 
 def mad_sigma(x: np.ndarray) -> float:

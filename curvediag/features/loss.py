@@ -15,6 +15,7 @@ from curvediag.features._stats import (
     mad_sigma,
     phase_mask,
     prefix_medians,
+    relative_above,
     rolling_median,
     sliding_medians,
     smoothing_window,
@@ -151,7 +152,7 @@ def _loss(ctx: FeatureContext) -> dict[str, Value]:
         "loss.last": float(values[-1]),
         "loss.min": float(v.min()),
         "loss.min_step": int(s[int(np.argmin(v))]),
-        "loss.last_above_min": _above(float(v[-1]), float(v.min())),
+        "loss.last_above_min": relative_above(float(v[-1]), float(v.min())),
         "loss.last3_range": last_logs_range(v),
         "loss.max": float(v.max()),
         "loss.head": head_raw,
@@ -202,11 +203,6 @@ def _finite_prefix(steps: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, n
     if v.size < 2:
         raise InsufficientDataError("fewer than 2 finite train-loss points before the NaN")
     return s, v
-
-
-def _above(x: float, floor: float) -> float:
-    """x over floor as a fraction of floor's size (x - floor when floor is zero)."""
-    return (x - floor) / abs(floor) if floor != 0 else x - floor
 
 
 def _steady_descent(late: float | None, mid: float | None, late_z: float | None) -> bool:
