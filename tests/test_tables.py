@@ -2026,6 +2026,15 @@ def test_epoch_lines_that_start_over_are_appended_runs_not_lines_within_epochs()
     (keras,) = load_runs(stages / "model_for_augmented_dataset_training_log.txt")
     assert len(keras.metrics["train/loss"]) == 25
     assert not keras.meta.resumed
+    # ... and a later stage that switches the loss back and restarts above the stage before
+    # (a real log: holdout53 txt53f_keras_yolov3_vgg_rabbits, 71.2 -> 3.58, then 8.29) is still
+    # far below where the log began: the same model trained on, 3 + 5 + 5 epochs in order
+    yolo = REAL / "txt53f_keras_yolov3_vgg_rabbits_3stage_loss_switch_jump" / "train_logs.txt"
+    (staged,) = load_runs(yolo)
+    expected = [71.2315, 33.1445, 15.9855, 10.3208, 7.0828, 4.725, 3.8145, 3.5751, 8.2945]
+    expected += [8.7327, 6.2626, 5.6767, 5.2884]
+    assert staged.metrics["train/loss"].values.tolist() == pytest.approx(expected, abs=1e-3)
+    assert not staged.meta.resumed
 
 
 def test_epoch_numbered_rows_keep_their_epoch_for_the_plan() -> None:
@@ -2299,3 +2308,75 @@ def test_bare_epoch_lines_then_train_set_and_val_set_lines(tmp_path: Path) -> No
     (run,) = load_runs(p)
     val = run.get("eval/loss")
     assert val is not None and len(val.steps) == 4 and val.values[0] == pytest.approx(1.2)
+
+
+def test_finished_tqdm_bar_after_a_description_with_the_epoch_loss(tmp_path: Path) -> None:
+    # a real console log (holdout53 txt53f_clip_gpt2_captioning): each epoch's finished tqdm bar
+    # carries the description the loop set, "Epoch: 1 | Loss: 10.804: 100%|███| 2086/2086 [...]"
+    folder = REAL / "txt53f_clip_gpt2_captioning_loss_stuck_near_ln_vocab"
+    (run,) = load_runs(folder / "training_logs.txt")
+    loss = run.get("train/loss")
+    assert loss is not None and list(loss.steps) == list(range(1, 16))
+    assert loss.values[0] == pytest.approx(10.804) and loss.values[1] == pytest.approx(10.149)
+    # a bar short of its total holds a partial epoch's values: only the finished bar is read
+    bar = "|" + "\u2588" * 10 + "|"
+    p = tmp_path / "train.log"
+    p.write_text(
+        "".join(
+            f"Epoch: {e} | Loss: {9 / e:.3f}:  50%{bar} 5/10 [00:01<00:01,  5.00it/s]\n"
+            f"Epoch: {e} | Loss: {1 / e:.3f}: 100%{bar} 10/10 [00:02<00:00,  5.00it/s]\n"
+            for e in range(1, 5)
+        )
+    )
+    (run,) = load_runs(p)
+    loss = run.get("train/loss")
+    assert loss is not None and list(loss.steps) == [1, 2, 3, 4]
+    assert list(loss.values) == pytest.approx([1.0, 0.5, 0.333, 0.25])
+
+
+def test_hand_written_table_numbered_by_an_epochs_column(tmp_path: Path) -> None:
+    # a real per-epoch pandas CSV (holdout53 csv53e_resnet50_brain_mri): "Epochs,Train Loss,
+    # Test Loss,Accuracy,Precision,Recall"; the plural "Epochs" numbers the rows
+    folder = REAL / "csv53e_resnet50_brain_mri_test_loss_drifts"
+    (run,) = load_runs(folder / "training_metrics.csv")
+    loss, val = run.get("train/loss"), run.get("eval/loss")
+    assert loss is not None and val is not None
+    assert list(loss.steps) == list(range(1, 21)) and list(val.steps) == list(range(1, 21))
+    assert loss.values[0] == pytest.approx(0.09158812103851233)
+    assert val.values[2] == pytest.approx(0.06630380700027252)
+    assert run.get("train/epoch") is not None  # the epoch is kept: how far the run got is known
+    p = tmp_path / "metrics.csv"
+    p.write_text("Epochs,loss\n1,0.9\n2,0.7\n3,0.6\n")
+    (run,) = load_runs(p)
+    assert list(run.get("train/loss").steps) == [1, 2, 3]  # type: ignore[union-attr]
+
+
+def test_spacy_training_table(tmp_path: Path) -> None:
+    # a real W&B run folder of `spacy train` (holdout53 wb53d_spacy_ner): output.log holds
+    # spaCy's table, one row per 200 steps; the NER loss is the train loss, tok2vec's is kept
+    folder = REAL / "wb53d_spacy_ner_song_artist_1600steps_f1_still_rising"
+    (run,) = load_runs(next(folder.glob("run-*/files")))
+    loss, f1 = run.get("train/loss"), run.get("eval/ents_f1")
+    assert loss is not None and f1 is not None
+    assert list(loss.steps) == list(range(200, 1601, 200))  # step 0's one-batch sums left out
+    assert loss.values[0] == pytest.approx(6818.43) and loss.values[-1] == pytest.approx(2432.72)
+    assert f1.steps[0] == 0 and f1.values[-1] == pytest.approx(90.36)
+    assert run.get("train/loss_tok2vec") is not None and run.get("eval/score") is not None
+    assert any("spaCy training table" in w for w in run.warnings)
+    # several components: the train loss is the sum of theirs, tok2vec's left out of it
+    p = tmp_path / "train.log"
+    p.write_text(
+        "\u2139 Pipeline: ['tok2vec', 'tagger', 'parser']\n"
+        "E    #       LOSS TOK2VEC  LOSS TAGGER  LOSS PARSER  TAG_ACC  DEP_UAS  SCORE \n"
+        "---  ------  ------------  -----------  -----------  -------  -------  ------\n"
+        "  0       0          0.00        50.00        60.00    10.00    12.00    0.11\n"
+        "  0     200         30.00        20.00        40.00    80.00    70.00    0.75\n"
+        "  1     400         35.00        10.00        30.00    85.00    75.00    0.80\n"
+        "  2     600         36.00         8.00        25.00    86.00    77.00    0.81\n"
+        "\u2714 Saved pipeline to output directory\n"
+    )
+    (run,) = load_runs(p)
+    loss = run.get("train/loss")
+    assert loss is not None and list(loss.steps) == [200, 400, 600]
+    assert list(loss.values) == pytest.approx([60.0, 40.0, 33.0])
+    assert run.get("eval/tag_acc") is not None and run.get("eval/dep_uas") is not None

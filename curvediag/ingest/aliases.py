@@ -101,10 +101,12 @@ ALIASES: dict[str, str] = {
     ),
     **dict.fromkeys(("损失", "損失", "손실"), "train/loss"),
     **dict.fromkeys(_EPOCH_WORDS, "train/epoch"),
+    # a hand-written table's plural header (``Epochs,Train Loss,Test Loss,...``)
+    "epochs": "train/epoch",
 }
 
 #: Epoch columns of a tabular log (the English name and the same words as above).
-EPOCH_COLUMNS = ("epoch", *_EPOCH_WORDS)
+EPOCH_COLUMNS = ("epoch", "epochs", *_EPOCH_WORDS)
 
 #: Step columns of a tabular log, best first (``epoch`` is only a fallback).
 STEP_COLUMNS = (

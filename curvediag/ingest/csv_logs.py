@@ -748,7 +748,7 @@ def plain_run(
         ok, integral = np.ones(table.nrows, dtype=bool), True
     else:
         steps, ok, integral = to_steps(table.columns[step_name])
-    if integral and step_name is not None and step_name in EPOCH_COLUMNS:
+    if integral and step_name is not None and step_name.lower() in EPOCH_COLUMNS:
         # steps are whole epochs: the epoch is kept too, so that how far the run got against
         # its planned epochs is known
         cols.append(step_name)
@@ -793,7 +793,7 @@ def plain_run(
 _CARRIED_ON = 0.75
 
 
-def _share_kept(before: FloatArray, here: float) -> float | None:
+def share_kept(before: FloatArray, here: float) -> float | None:
     """How much of the fall from ``before``'s first value to its last ``here`` still holds (1 =
     at the last value, 0 = back at the first), on a log scale for positive losses; None when
     the session did not fall."""
@@ -827,7 +827,7 @@ def _continued_sessions(
         before = loss.values[rows[start:k]][loss.present[rows[start:k]]]
         before = before[np.isfinite(before)]
         here = float(loss.values[i]) if loss.present[i] else math.nan
-        kept = _share_kept(before, here)
+        kept = share_kept(before, here)
         if steps[i] > first or kept is None or kept < _CARRIED_ON:
             return steps  # a resume that rewinds, or a fresh start: left to the resume logic
         offset = int(out[prev]) - int(steps[i]) + 1

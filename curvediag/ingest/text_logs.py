@@ -40,6 +40,19 @@ settings, sample generations, a scheduler's messages) is skipped:
   loss is the log of the perplexity). Its ``Early Stop!`` line marks a run its early stopping
   ended (``Decreasing patience: 0/2``: a patience of 2).
 
+- spaCy's ``spacy train`` table (v3), its header, a rule of dashes, then a row per
+  evaluation::
+
+      E    #       LOSS TOK2VEC  LOSS NER  ENTS_F  ENTS_P  ENTS_R  SCORE
+      ---  ------  ------------  --------  ------  ------  ------  ------
+        0     200        139.55   6818.43   77.07   77.18   76.96    0.77
+
+  ``#`` is the step and ``E`` the epoch. Each ``LOSS`` is a component's loss summed over the
+  steps since the row before; the train loss is the sum of the components' (the ``tok2vec``
+  column, the gradient its listeners send back, only when it is the one loss). The row at step
+  0 sums one batch, so its losses are left out. The scores are the dev set's (``ENTS_F`` is
+  ``eval/ents_f1``, ``_P`` and ``_R`` precision and recall, ``SCORE`` the weighted score).
+
 - pytorch-CycleGAN-and-pix2pix's console and ``loss_log.txt`` (and pix2pixHD's):
   ``(epoch: 1, iters: 20, time: 14.412, data: 0.080) G_GAN: 2.436 G_L1: 54.115 D_real: 0.167
   D_fake: 0.138``. ``iters`` counts the images of the epoch (``The number of training images =
@@ -82,7 +95,7 @@ from curvediag.ingest._tabular import (
     read_bytes,
     rows_table,
 )
-from curvediag.ingest.csv_logs import plain_run
+from curvediag.ingest.csv_logs import plain_run, share_kept
 from curvediag.ingest.hf_trainer import run_from_history
 from curvediag.model import Run
 
@@ -275,7 +288,7 @@ def sniff(path: Path) -> bool:
     if table and not _headless_text(raws):
         return False
     lines = [_unprefixed(raw) for raw in raws]
-    if _records(lines)[0] or _printed_history(lines)[0]:
+    if _records(lines)[0] or _printed_history(lines)[0] or _spacy_table(lines):
         return True
     hits = sum(
         1
@@ -364,10 +377,18 @@ def _unprefixed(raw: str) -> str:
     line = _LOG_PREFIX.sub("", raw.strip(), count=1)
     if line and not line[0].isascii():
         line = _without_symbols(line)
+    if "%|" in line and (bar := _DESCRIBED_BAR_DONE.search(line)):
+        line = line[: bar.start()]
     return _TENSOR.sub(r"\1", line) if "tensor(" in line else line
 
 
 _TENSOR = re.compile(TENSOR_REPR)
+#: A finished tqdm bar after the description a loop set on it, with nothing after its rate
+#: (``Epoch: 1 | Loss: 10.804: 100%|██████| 2086/2086 [14:08<00:00,  2.46it/s]``): the line is
+#: the description. A bar short of its total is left as it is, its values are a partial epoch's.
+_DESCRIBED_BAR_DONE = re.compile(
+    r"(?<=\S)\s*:?\s+100%\|[^|]*\|\s*(\d+)/\1 \[[^\],]*,\s*[^\],]*(?:it/s|s/it)\]\s*$"
+)
 
 
 def _pairs(text: str) -> dict[str, float]:
@@ -646,22 +667,28 @@ def _count_lines_within_epochs(rows: list[dict[str, Any]]) -> bool:
 
 def _fresh_restart(rows: list[dict[str, Any]]) -> bool:
     """Whether per-epoch ``rows`` start their epochs over with a fresh model: at a restart the
-    train loss is back at or above the median of the stretch before it. A later ``model.fit``
-    on the same model (Keras stages at a lower learning rate) restarts its epochs below that:
-    one run, its lines numbered in order."""
+    train loss has given back more than half of its fall from the log's first line to the line
+    before the restart (log scale for a positive loss), or nothing had fallen. A later
+    ``model.fit`` on the same model (Keras stages at a lower learning rate, a stage that
+    unfreezes the backbone or switches the loss) restarts its epochs far below where the log
+    began: one run, its lines numbered in order."""
     losses = [k for k in rows[0] if "loss" in k.lower() and not _HELD_OUT_WORD.search(k)]
     if not losses:
         return False
     key = sorted(losses)[0]
-    start = 0
+    values = np.array([float(r[key]) for r in rows])
     for i in range(1, len(rows)):
         if rows[i]["epoch"] >= rows[i - 1]["epoch"]:
             continue
-        before = [float(r[key]) for r in rows[start:i] if math.isfinite(float(r[key]))]
-        if before and float(rows[i][key]) >= float(np.median(before)):
+        before = values[:i][np.isfinite(values[:i])]
+        kept = share_kept(before, float(values[i]))
+        if kept is None or kept < _KEPT_BY_A_LATER_FIT:
             return True
-        start = i
     return False
+
+
+#: The share of the log's fall a restarted epoch count keeps when the same model trains on.
+_KEPT_BY_A_LATER_FIT = 0.5
 
 
 def _lacking(values: dict[str, Any], known: set[str] | frozenset[str]) -> dict[str, Any]:
@@ -908,6 +935,78 @@ def _onmt_runs(
     return [run]
 
 
+#: spaCy v3's training table: its header (columns two or more blanks apart) and the rule below.
+_SPACY_HEAD = re.compile(r"^E {2,}# {2,}(?:LOSS \S+ {2,})+\S.*$")
+_SPACY_RULE = re.compile(r"^-+(?: +-+)+$")
+#: The last word of a spaCy score column: ``ENTS_F`` is an F1 score.
+_SPACY_SCORE_SUFFIX = {"f": "f1", "p": "precision", "r": "recall"}
+
+
+def _spacy_table(bare: list[str]) -> tuple[list[str], list[list[float]], int] | None:
+    """spaCy's training table in ``bare``: (its columns, its rows, the last row's line)."""
+    for index, line in enumerate(bare[:-1]):
+        if _SPACY_HEAD.match(line) and _SPACY_RULE.match(bare[index + 1]):
+            columns = re.split(r" {2,}", line.strip())
+            rows: list[list[float]] = []
+            last = index + 1
+            for i in range(index + 2, len(bare)):
+                cells = bare[i].split()
+                try:
+                    values = [float(c) for c in cells]
+                except ValueError:
+                    break
+                if len(values) != len(columns):
+                    break
+                rows.append(values)
+                last = i
+            return (columns, rows, last) if rows else None
+    return None
+
+
+def _spacy_name(column: str) -> str:
+    """A spaCy table column's metric name (``LOSS NER`` -> train/loss_ner, ``ENTS_F`` ->
+    eval/ents_f1)."""
+    low = column.lower()
+    if low.startswith("loss "):
+        return "train/loss_" + low[5:].replace(" ", "_")
+    head, _, last = low.rpartition("_")
+    if head and last in _SPACY_SCORE_SUFFIX:
+        return f"eval/{head}_{_SPACY_SCORE_SUFFIX[last]}"
+    return "eval/" + low.replace(" ", "_")
+
+
+def _spacy_runs(
+    path: Path, text: str, lines: list[str], bare: list[str], aliases: dict[str, str] | None
+) -> list[Run] | None:
+    """The run in spaCy's training table, or None when ``bare`` holds none."""
+    table = _spacy_table(bare)
+    if table is None:
+        return None
+    columns, values, last_line = table
+    names = [_spacy_name(c) for c in columns]
+    losses = [n for n in names if n.startswith("train/loss_")]
+    objective = [n for n in losses if n != "train/loss_tok2vec"] or losses
+    rows: list[dict[str, Any]] = []
+    for cells in values:
+        row: dict[str, Any] = {"step": int(cells[1]), "train/epoch": cells[0]}
+        for name, value in zip(names[2:], cells[2:], strict=True):
+            if name in losses and row["step"] == 0:
+                continue  # one batch's sum, not comparable with the rows after it
+            row[name] = value
+        if row["step"] > 0:
+            row["train/loss"] = sum(row[n] for n in objective)
+        rows.append(row)
+    run = plain_run(path, rows_table(rows), FORMAT, [], aliases)
+    run.warnings.append(
+        "spaCy training table: the train loss is "
+        + " + ".join(f"'{c}'" for c, n in zip(columns, names, strict=True) if n in objective)
+        + ", summed over the steps since the row before; the losses of the row at step 0 (one "
+        "batch) are left out; the scores are the dev set's"
+    )
+    _crash_note(run, text, 0, _offset_after(lines, last_line), len(text))
+    return [run]
+
+
 def read_all(path: Path, *, aliases: dict[str, str] | None = None) -> list[Run]:
     """The runs in a nanoGPT, build-nanogpt, llm.c, per-epoch, Hugging Face Trainer console
     or OpenNMT-py text log (UTF-8, or a console's legacy code page: see decode_console)."""
@@ -927,6 +1026,8 @@ def _read_text(path: Path, text: str, aliases: dict[str, str] | None) -> list[Ru
     bare = [_unprefixed(raw) for raw in lines]
     if (onmt := _onmt_runs(path, text, lines, bare, aliases)) is not None:
         return onmt
+    if (spacy := _spacy_runs(path, text, lines, bare, aliases)) is not None:
+        return spacy
     rows: list[dict[str, Any]] = []
     planned: int | None = None
     planned_epochs: int | None = None
