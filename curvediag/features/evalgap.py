@@ -557,6 +557,16 @@ def _local_baseline(t: np.ndarray) -> np.ndarray:
     return out
 
 
+def _band_before(t: np.ndarray) -> np.ndarray:
+    """Each evaluation's band top: the highest of up to :data:`SPIKE_HALF_WINDOW` evals
+    before it (-inf for the first)."""
+    n = t.size
+    idx = np.arange(n)[:, None] - np.arange(1, SPIKE_HALF_WINDOW + 1)[None, :]
+    padded = np.where(idx >= 0, t[np.clip(idx, 0, n - 1)], -np.inf)
+    out: np.ndarray = padded.max(axis=1)
+    return out
+
+
 @feature_group(
     "evalspike",
     requires=["eval/loss"],
@@ -570,7 +580,8 @@ def _local_baseline(t: np.ndarray) -> np.ndarray:
         "eval loss's own eval-to-eval scatter (robust)",
         "evalspike.height_vs_range": "(spike - baseline) / the range of all the other "
         "evaluations: a blip inside a long noisy log is small against it",
-        "evalspike.recovered": "a later evaluation came back within 1.2x of the baseline",
+        "evalspike.recovered": "a later evaluation came back within 1.2x of the baseline, or "
+        "below the highest of the 3 evaluations before the spike",
         "evalspike.recovery_step": "step of that evaluation",
         "evalspike.count": "evaluations at least 1.5x their baseline and 5 noise units above "
         "it, above both neighbours",
@@ -590,9 +601,12 @@ def _evalspike(ctx: FeatureContext) -> dict[str, Value]:
     inner = t[1:-1]
     resid = inner - base
     peak = (inner > t[:-2]) & (inner > t[2:])
-    # an eval later back near its baseline; suffix minima make it one pass
+    # an eval later back near its baseline, or back inside the band the evaluations just
+    # before it covered (a noisy eval log's median understates where it normally sits);
+    # suffix minima make it one pass
     later_min = np.minimum.accumulate(t[::-1])[::-1]  # min of t[j:] for every j
-    back = later_min[2:] <= base + float(np.log(SPIKE_RECOVERED))
+    level = np.maximum(base + float(np.log(SPIKE_RECOVERED)), _band_before(t)[1:-1])
+    back = later_min[2:] <= level
     big = peak & (resid >= float(np.log(1.5))) & (resid >= 5.0 * sigma)
     out: dict[str, Value] = {
         "evalspike.step": None,
@@ -626,7 +640,7 @@ def _evalspike(ctx: FeatureContext) -> dict[str, Value]:
         }
     )
     if back[j]:
-        k = i + 1 + int(np.argmax(t[i + 1 :] <= base[j] + float(np.log(SPIKE_RECOVERED))))
+        k = i + 1 + int(np.argmax(t[i + 1 :] <= level[j]))
         out["evalspike.recovery_step"] = int(s[k])
     return out
 
