@@ -128,6 +128,7 @@ RULE_CATEGORY: dict[str, str | None] = {
     "grad-norm-zero-from": "not-learning",
     "loss-level-shift-after-resume": "level-shift",
     "loss-level-shift": "level-shift",
+    "loss-jump-after-clean-descent": "level-shift",
     # the diagnosis is the learning-rate schedule (no warmup; its fix is warmup), not a spike
     "early-instability-no-warmup": "lr-problem",
     "loss-noisy": "noisy",

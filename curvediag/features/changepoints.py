@@ -267,3 +267,60 @@ def _cp(ctx: FeatureContext) -> dict[str, Value]:
         "cp.final_change": segs[-1].change,
         "cp.flat_from_step": flat_from,
     }
+
+
+#: Logs a clean descent needs before a jump can break it, and logs from the jump on.
+JUMP_MIN_BEFORE = 3
+JUMP_MIN_AFTER = 3
+
+
+@feature_group(
+    "jump",
+    requires=["train/loss"],
+    features={
+        "jump.step": "step of the first rise of a positive train loss that had fallen at every "
+        f"one of its first {JUMP_MIN_BEFORE} or more logs (None when the descent never broke, "
+        f"or broke with fewer than {JUMP_MIN_AFTER} logs left)",
+        "jump.before": "the loss at the log before that rise: the level the descent had reached",
+        "jump.ratio": "the loss at the rise / jump.before",
+        "jump.kept_ratio": "the lowest loss from the rise to the end / jump.before: above 1 when "
+        "the loss never came back down to where the descent was",
+        "jump.last_vs_jump": "the last loss / the loss at the rise: above 1 when it kept climbing",
+        "jump.logs_after": "logs from the rise to the end",
+    },
+)
+def _jump(ctx: FeatureContext) -> dict[str, Value]:
+    """A clean descent broken once, for runs too short for change points: a later stage that
+    switched its loss, a resume that lost the optimizer state (3.58 after eight falling logs,
+    then 8.29 and never below 5.3 again)."""
+    _, values, _ = train_loss(ctx)
+    steps, _ = ctx.series("train/loss")
+    ok = np.isfinite(values)
+    s, v = steps[ok], values[ok]
+    if v.size < JUMP_MIN_BEFORE + JUMP_MIN_AFTER:
+        raise InsufficientDataError(f"only {v.size} finite train-loss logs")
+    if not bool(np.all(v > 0)):
+        raise InsufficientDataError("the train loss is not positive everywhere")
+    rises = np.flatnonzero(np.diff(v) >= 0)
+    i = int(rises[0]) + 1 if rises.size else v.size  # the first log not below the one before
+    none: dict[str, Value] = dict.fromkeys(
+        (
+            "jump.step",
+            "jump.before",
+            "jump.ratio",
+            "jump.kept_ratio",
+            "jump.last_vs_jump",
+            "jump.logs_after",
+        )
+    )
+    if i < JUMP_MIN_BEFORE or v.size - i < JUMP_MIN_AFTER:
+        return none
+    before = float(v[i - 1])
+    return {
+        "jump.step": int(s[i]),
+        "jump.before": before,
+        "jump.ratio": float(v[i] / before),
+        "jump.kept_ratio": float(v[i:].min() / before),
+        "jump.last_vs_jump": float(v[-1] / v[i]),
+        "jump.logs_after": int(v.size - i),
+    }
