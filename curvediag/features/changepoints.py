@@ -272,6 +272,14 @@ def _cp(ctx: FeatureContext) -> dict[str, Value]:
 #: Logs a clean descent needs before a jump can break it, and logs from the jump on.
 JUMP_MIN_BEFORE = 3
 JUMP_MIN_AFTER = 3
+_JUMP_FEATURES = (
+    "jump.step",
+    "jump.before",
+    "jump.ratio",
+    "jump.kept_ratio",
+    "jump.last_vs_jump",
+    "jump.logs_after",
+)
 
 
 @feature_group(
@@ -293,8 +301,7 @@ def _jump(ctx: FeatureContext) -> dict[str, Value]:
     """A clean descent broken once, for runs too short for change points: a later stage that
     switched its loss, a resume that lost the optimizer state (3.58 after eight falling logs,
     then 8.29 and never below 5.3 again)."""
-    _, values, _ = train_loss(ctx)
-    steps, _ = ctx.series("train/loss")
+    steps, values, _ = train_loss(ctx)
     ok = np.isfinite(values)
     s, v = steps[ok], values[ok]
     if v.size < JUMP_MIN_BEFORE + JUMP_MIN_AFTER:
@@ -303,18 +310,8 @@ def _jump(ctx: FeatureContext) -> dict[str, Value]:
         raise InsufficientDataError("the train loss is not positive everywhere")
     rises = np.flatnonzero(np.diff(v) >= 0)
     i = int(rises[0]) + 1 if rises.size else v.size  # the first log not below the one before
-    none: dict[str, Value] = dict.fromkeys(
-        (
-            "jump.step",
-            "jump.before",
-            "jump.ratio",
-            "jump.kept_ratio",
-            "jump.last_vs_jump",
-            "jump.logs_after",
-        )
-    )
     if i < JUMP_MIN_BEFORE or v.size - i < JUMP_MIN_AFTER:
-        return none
+        return dict.fromkeys(_JUMP_FEATURES)
     before = float(v[i - 1])
     return {
         "jump.step": int(s[i]),

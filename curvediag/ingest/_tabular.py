@@ -112,7 +112,7 @@ def _from_utf16(raw: bytes) -> bytes:
 def decode_text(path: Path, raw: bytes, what: str) -> str:
     """UTF-8 (or BOM-marked UTF-16) text of ``raw``, BOM removed; binary data ->
     MalformedRunError naming ``what``."""
-    raw = _utf8_or_legacy(path, raw, what)
+    raw = _checked_text_bytes(path, raw, what)
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -121,7 +121,7 @@ def decode_text(path: Path, raw: bytes, what: str) -> str:
         ) from None
 
 
-def _utf8_or_legacy(path: Path, raw: bytes, what: str) -> bytes:
+def _checked_text_bytes(path: Path, raw: bytes, what: str) -> bytes:
     """``raw`` transcoded from UTF-16 when BOM-marked; binary data (NUL bytes) ->
     MalformedRunError naming ``what``."""
     raw = _from_utf16(raw)
@@ -138,7 +138,7 @@ def decode_console(path: Path, raw: bytes, what: str) -> tuple[str, str | None]:
     decoded as GB18030 (a superset of GBK); failing that, any byte that is not UTF-8 becomes
     U+FFFD, which never swallows the ASCII the numbers and names of a log are written in.
     Binary data (NUL bytes) is still refused."""
-    raw = _utf8_or_legacy(path, raw, what)
+    raw = _checked_text_bytes(path, raw, what)
     try:
         return raw.decode("utf-8-sig"), None
     except UnicodeDecodeError:

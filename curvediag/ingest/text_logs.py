@@ -139,9 +139,6 @@ _EPOCH_HEAD = re.compile(
     r"\s*(\.\.\.|\u2026)?\s*$",
     re.IGNORECASE,
 )
-#: A bare ``Epoch: 3`` line: the epoch that the split-headed lines after it (``Train set:
-#: Average loss: 0.97``, ``Val set: Average loss: 1.18, MAE: ...``) belong to.
-_BARE_EPOCH = re.compile(r"^epoch\s*:?\s*(\d+)\s*$", re.IGNORECASE)
 _KERAS_PROGRESS = re.compile(rf"\] - .*\bloss: {_NUM}")
 _WORD = r"[A-Za-z_][\w./@-]*"  # "Acc@1" too
 _END = r"(?=%?(?:[\s,|;)\]]|$))"
@@ -169,7 +166,8 @@ _EXCEPTION = re.compile(
 )
 #: A tqdm bar that reached its total, with the values a loop set on it
 #: (``100%|####| 1541/1541 [02:19<00:00, 11.08it/s, rpn_loss=0.24, total_loss=1.06]``).
-_BAR_DONE = re.compile(r"100%\|[^|]*\|\s*(\d+)/\1 \[[^\],]*,\s*[^\],]*(?:it/s|s/it),\s*([^\]]*)\]")
+_FINISHED_BAR = r"100%\|[^|]*\|\s*(\d+)/\1 \[[^\],]*,\s*[^\],]*(?:it/s|s/it)"
+_BAR_DONE = re.compile(_FINISHED_BAR + r",\s*([^\]]*)\]")
 #: PyTorch's examples (mnist/main.py and the loops copied from it): ``Train Epoch: 1
 #: [640/60000 (1%)]\tLoss: 0.4123`` (a tqdm description may follow: ``Loss: 0.41: : 65it``).
 _EXAMPLE_LINE = re.compile(
@@ -386,9 +384,7 @@ _TENSOR = re.compile(TENSOR_REPR)
 #: A finished tqdm bar after the description a loop set on it, with nothing after its rate
 #: (``Epoch: 1 | Loss: 10.804: 100%|██████| 2086/2086 [14:08<00:00,  2.46it/s]``): the line is
 #: the description. A bar short of its total is left as it is, its values are a partial epoch's.
-_DESCRIBED_BAR_DONE = re.compile(
-    r"(?<=\S)\s*:?\s+100%\|[^|]*\|\s*(\d+)/\1 \[[^\],]*,\s*[^\],]*(?:it/s|s/it)\]\s*$"
-)
+_DESCRIBED_BAR_DONE = re.compile(r"(?<=\S)\s*:?\s+" + _FINISHED_BAR + r"\]\s*$")
 
 
 def _pairs(text: str) -> dict[str, float]:
@@ -549,6 +545,14 @@ def _epoch_head(line: str) -> tuple[int, int | None, bool] | None:
         return None
     held_out = bool(m[1]) and m[1].lower() not in ("train", "training")
     return int(m[2]), int(m[3]) if m[3] else None, held_out
+
+
+def _bare_epoch(line: str) -> int | None:
+    """The epoch of a bare ``Epoch: 3`` line (:data:`_EPOCH_HEAD` with no split, plan or dots):
+    the epoch that the split-headed lines after it (``Train set: Average loss: 0.97``, ``Val
+    set: Average loss: 1.18, MAE: ...``) belong to."""
+    m = _EPOCH_HEAD.match(line)
+    return None if m is None or m[1] or m[3] or m[4] else int(m[2])
 
 
 def _head_values(line: str, held_out: bool) -> dict[str, float]:
@@ -1098,8 +1102,8 @@ def _read_text(path: Path, text: str, aliases: dict[str, str] | None) -> list[Ru
             else:
                 rows.append({"epoch": current_epoch, **rec[1]})
             keras_epoch = None
-        elif m := _BARE_EPOCH.match(line):
-            current_epoch = int(m[1])
+        elif (bare_epoch := _bare_epoch(line)) is not None:
+            current_epoch = bare_epoch
         elif epoch_head := _epoch_head(line):
             epoch, epochs, held_out = epoch_head
             head = (index, epoch, held_out)
