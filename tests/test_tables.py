@@ -2380,3 +2380,57 @@ def test_spacy_training_table(tmp_path: Path) -> None:
     assert loss is not None and list(loss.steps) == [200, 400, 600]
     assert list(loss.values) == pytest.approx([60.0, 40.0, 33.0])
     assert run.get("eval/tag_acc") is not None and run.get("eval/dep_uas") is not None
+
+
+def test_table_printed_with_columns_aligned_by_blanks(tmp_path: Path) -> None:
+    # a real console log (holdout54 txt54f_gcn_enzymes): "Epoch    Train Loss   Train Acc
+    # Test Loss    Test Acc     Time", a rule of dashes, then a row every 10 epochs whose time
+    # carries its unit ("0.55    s"); "  Epochs: 200" in the printed configuration is the plan
+    folder = REAL / "txt54f_gcn_enzymes_200ep_slow_still_improving_test_overlaps_train"
+    (run,) = load_runs(folder / "training_output.log")
+    loss, val = run.get("train/loss"), run.get("eval/loss")
+    assert loss is not None and val is not None
+    assert list(loss.steps) == [1, *range(10, 201, 10)] and list(val.steps) == list(loss.steps)
+    assert loss.values[0] == pytest.approx(2.4288) and val.values[0] == pytest.approx(1.7552)
+    assert run.meta.num_train_epochs == 200
+    assert any("aligned by blanks" in w for w in run.warnings)
+    # the header printed again above later rows, one rule per column, a unit stuck to a number
+    p = tmp_path / "train.log"
+    head = "Step    Loss      Val Loss   Time\n----    ----      --------   ----\n"
+    p.write_text(
+        head + "100     2.00      2.10       12s\n200     1.50      1.70       12s\n"
+        "saving checkpoint\n" + head + "300     1.20      1.50       11s\n"
+    )
+    (run,) = load_runs(p)
+    loss = run.get("train/loss")
+    assert loss is not None and list(loss.steps) == [100, 200, 300]
+    assert list(loss.values) == pytest.approx([2.0, 1.5, 1.2])
+    # a header with no loss column is not a training table
+    p.write_text("Epoch    Acc\n1        0.5\n2        0.6\n3        0.7\n")
+    with pytest.raises(CurvediagError):
+        load_runs(p)
+
+
+def test_logging_level_in_brackets_and_batch_lines_counted_over_the_plan(tmp_path: Path) -> None:
+    # a real Python-logging console (holdout54 txt54f_glaucoma): "2026-06-09 19:10:49,052
+    # [INFO]     Batch [10/788] Loss: 0.1446", cp1252 logging-error tracebacks between the lines;
+    # "Total epochs: 20" is the plan, 788 the batches of one epoch: 140 of 15,760 ran
+    folder = REAL / "txt54f_glaucoma_resnet_focal_aborted_batch140_of_epoch1_of_20"
+    (run,) = load_runs(folder / "training_output.log")
+    loss = run.get("train/loss")
+    assert loss is not None and list(loss.steps) == list(range(10, 141, 10))
+    assert loss.values[0] == pytest.approx(0.1446) and loss.values[-1] == pytest.approx(0.1599)
+    assert run.meta.num_train_epochs == 20 and run.meta.max_steps == 788 * 20
+    # the batch count starts again with each epoch: the step counts on over the epochs
+    p = tmp_path / "train.log"
+    p.write_text(
+        "Total epochs: 2\n"
+        + "".join(
+            f"2025-01-01 10:00:0{i} [INFO] Batch [{b}/20] Loss: {1 / (i + 1):.3f}\n"
+            for i, b in enumerate((10, 20, 10, 20))
+        )
+    )
+    (run,) = load_runs(p)
+    loss = run.get("train/loss")
+    assert loss is not None and list(loss.steps) == [10, 20, 30, 40]
+    assert run.meta.max_steps == 40

@@ -187,7 +187,8 @@ _EPOCH_BATCH_LINE = re.compile(
 #: ...`` (or DeiT's ``* Acc@1 81.2 Acc@5 95.4 loss 0.812``); PyTorch's ImageNet example and its
 #: copies (``Epoch: [1][200/378]  Time 50.0  Loss 2.7974  Acc@1 67.49``, then `` * Acc@1 68.5
 #: Acc@5 100.0`` or `` ** Acc@1 ...`` for the validation; a `` * Epoch 1, ...`` summary is the
-#: training's). ``Start training for 300 epochs`` gives the plan.
+#: training's). ``Start training for 300 epochs`` (or a printed configuration's ``Total epochs:
+#: 20`` / ``Epochs: 200``) gives the plan.
 _METRIC_LOGGER_LINE = re.compile(
     r"^epoch\s*:\s*\[\s*(\d+)\s*\]\s*\[\s*(\d+)\s*/\s*(\d+)\s*\]\s+(.*\S)\s*$", re.IGNORECASE
 )
@@ -204,7 +205,11 @@ _GAN_LR = re.compile(rf"^learning rate {_NUM} -> {_NUM}\s*$")
 _GAN_IMAGES = re.compile(r"^The number of training images = (\d+)\s*$")
 _GAN_EPOCH_END = re.compile(r"^End of epoch (\d+) / (\d+)\b")
 _GAN_DISCRIMINATOR = re.compile(r"^D(?:_|$)")
-_PLANNED_EPOCHS = re.compile(r"^start training for \[?(\d+)\]? epochs\b", re.IGNORECASE)
+_PLANNED_EPOCHS = re.compile(
+    r"^(?:start training for \[?(\d+)\]? epochs\b"
+    r"|(?:total |num_|number of )?epochs\s*[:=]\s*(\d+)\s*$)",
+    re.IGNORECASE,
+)
 #: NGCF's log and the recommenders copied from it (KGAT, LightGCN ports): ``Epoch 19 [0.3s +
 #: 0.2s]: train==[0.02482=0.00444 + 0.02039], recall=[0.03130, 0.06594], ndcg=[0.01713,
 #: 0.02647]``: the total loss before its parts, and each ranking metric at its first cut-off.
@@ -233,13 +238,14 @@ _ONE_PAIR = re.compile(rf"^({_WORD}(?: {_WORD})*)\s*[:=]\s*{_NUM}%?$")
 #: A tqdm bar drawn at its start, ``  0%|          | 0/2260 [00:00<?, ?it/s]``: its total.
 _BAR_START = re.compile(r"\| 0/(\d+) \[00:00<\?, \?it/s\]")
 #: A logger's prefix before the printed text: ``[2024-05-08 04:06:17,722 INFO] `` (OpenNMT-py
-#: and many others), Python logging's ``2025-06-04 17:36:55,374 - [name - ]INFO - [[name] - ]`` and
+#: and many others), Python logging's ``2025-06-04 17:36:55,374 - [name - ]INFO - [[name] - ]``
+#: (or ``... 17:36:55,374 [INFO] ``, the level in brackets) and
 #: ``INFO:root:``, or a bare timestamp. A bracket that opens with an epoch count
 #: (``[epoch:1/1200] [loss:0.23]``) is the record itself, not a prefix.
 _LOG_PREFIX = re.compile(
     r"^(?:\[(?!\s*epoch\s*[:\d])[^\]]{0,80}\]\s*(?:-\s+)?"
     r"|(?:(?:\d{4}-)?\d\d-\d\d[ T])?\d\d:\d\d:\d\d(?:[.,]\d+)?"
-    r"(?:(?:\s+-\s+\S+)*?\s*[-:|]?\s*(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\s*[-:|]*\s*"
+    r"(?:(?:\s+-\s+\S+)*?\s*[-:|]?\s*\[?(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\]?\s*[-:|]*\s*"
     r"(?:\[?[\w.]+\]? [-|] )?|\s*-?\s*)"
     r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.]*:)"
 )
@@ -286,7 +292,12 @@ def sniff(path: Path) -> bool:
     if table and not _headless_text(raws):
         return False
     lines = [_unprefixed(raw) for raw in raws]
-    if _records(lines)[0] or _printed_history(lines)[0] or _spacy_table(lines):
+    if (
+        _records(lines)[0]
+        or _printed_history(lines)[0]
+        or _spacy_table(lines)
+        or _aligned_table(lines)
+    ):
         return True
     hits = sum(
         1
@@ -951,20 +962,75 @@ def _spacy_table(bare: list[str]) -> tuple[list[str], list[list[float]], int] | 
     for index, line in enumerate(bare[:-1]):
         if _SPACY_HEAD.match(line) and _SPACY_RULE.match(bare[index + 1]):
             columns = re.split(r" {2,}", line.strip())
-            rows: list[list[float]] = []
-            last = index + 1
-            for i in range(index + 2, len(bare)):
-                cells = bare[i].split()
-                try:
-                    values = [float(c) for c in cells]
-                except ValueError:
-                    break
-                if len(values) != len(columns):
-                    break
-                rows.append(values)
-                last = i
+            rows, last = _table_rows(bare, index + 2, len(columns))
             return (columns, rows, last) if rows else None
     return None
+
+
+#: A unit printed after a table's number, as its own word or stuck to it (``0.55 s``, ``12s``).
+_CELL_UNIT = re.compile(r"^(?:s|sec|secs|ms|min|%)$", re.IGNORECASE)
+_UNIT_AFTER = re.compile(rf"^{_NUM}(?:s|sec|ms|min|%)$", re.IGNORECASE)
+
+
+def _table_rows(bare: list[str], start: int, width: int) -> tuple[list[list[float]], int]:
+    """The rows of numbers of a printed table from line ``start`` (a units' word such as the
+    ``s`` of ``0.55 s`` dropped), up to the first line that is not one with ``width`` cells:
+    (the rows, the last row's line, ``start - 1`` when there is none)."""
+    rows: list[list[float]] = []
+    last = start - 1
+    for i in range(start, len(bare)):
+        cells = [c for c in bare[i].split() if not _CELL_UNIT.match(c)]
+        try:
+            values = [float(u[1] if (u := _UNIT_AFTER.match(c)) else c) for c in cells]
+        except ValueError:
+            break
+        if len(values) != width:
+            break
+        rows.append(values)
+        last = i
+    return rows, last
+
+
+#: The counter that heads a printed table's first column.
+_TABLE_COUNTERS = frozenset({"epoch", "epochs", "ep", "step", "iter", "iteration"})
+#: The rule of dashes (or ``=``) under a printed table's header, whole or one per column.
+_TABLE_RULE = re.compile(r"^[-=]{3,}(?: +[-=]+)*$")
+#: A column name of a printed table: words, no number of their own.
+_TABLE_NAME = re.compile(r"^[A-Za-z][\w.@/()-]*(?: [A-Za-z][\w.@/()-]*)*$")
+
+
+def _aligned_table(bare: list[str]) -> tuple[list[dict[str, Any]], int, str] | None:
+    """A table printed with its columns aligned by blanks: a header whose names are two or
+    more blanks apart, the first a counter (``Epoch    Train Loss   Train Acc    Test Loss``),
+    one name holding "loss", an optional rule of dashes, then its rows (the header may be
+    printed again above later rows). (The rows, the last row's line, the counter), or None."""
+    rows: list[dict[str, Any]] = []
+    last = -1
+    counter = ""
+    for index, line in enumerate(bare):
+        columns = re.split(r" {2,}|\t", line.strip())
+        if (
+            len(columns) < 2
+            or columns[0].lower() not in _TABLE_COUNTERS
+            or not all(_TABLE_NAME.match(c) for c in columns)
+            or not any("loss" in c.lower() for c in columns)
+        ):
+            continue
+        start = (
+            index + 2 if index + 1 < len(bare) and _TABLE_RULE.match(bare[index + 1]) else index + 1
+        )
+        table, end = _table_rows(bare, start, len(columns))
+        if not table:
+            continue
+        counter = counter or columns[0].lower()
+        names = [c.replace(" ", "_") for c in columns[1:]]
+        for values in table:
+            rows.append(
+                {"epoch" if counter.startswith("ep") else "step": int(values[0])}
+                | dict(zip(names, values[1:], strict=True))
+            )
+        last = end
+    return (rows, last, counter) if rows else None
 
 
 def _spacy_name(column: str) -> str:
@@ -1043,6 +1109,8 @@ def _read_text(path: Path, text: str, aliases: dict[str, str] | None) -> list[Ru
     bars = 0  # finished training bars: one per epoch
     notes: set[str] = set()
     batched: list[tuple[int, int, int, int]] = []  # (row, epoch, batch, batches per epoch)
+    batch_lines: list[int] = []  # the counts of "Batch [i/N]" step lines
+    batch_epoch = 0  # their epoch, from 0: one more each time the count starts again
     gan: list[tuple[int, int, int]] = []  # a GAN loss line's (row, epoch, images into it)
     gan_images: int | None = None
     gan_lr: float | None = None
@@ -1076,7 +1144,7 @@ def _read_text(path: Path, text: str, aliases: dict[str, str] | None) -> list[Ru
         elif m := _GAN_EPOCH_END.match(line):
             planned_epochs = int(m[2])
         elif m := _PLANNED_EPOCHS.match(line):
-            planned_epochs = int(m[1])
+            planned_epochs = int(m[1] or m[2])
         elif values := _bar_values(line):
             bars += 1
             rows.append({"epoch": bars, **values})
@@ -1165,7 +1233,15 @@ def _read_text(path: Path, text: str, aliases: dict[str, str] | None) -> list[Ru
             rows.append({"step": last_step, **values})
         elif step_line := _step_values(line):
             last_step, total, values = step_line
-            planned = total or planned
+            if total and line[:5].lower() == "batch":
+                # "Batch [10/788] Loss: ...": the total is the epoch's batches, and the count
+                # starts again with each epoch
+                if batch_lines and last_step <= batch_lines[-1]:
+                    batch_epoch += 1
+                batch_lines.append(last_step)
+                batched.append((len(rows), batch_epoch, last_step, total))
+            else:
+                planned = total or planned
             rows.append({"step": last_step, **values})
         if len(rows) > found:
             last_line = index
@@ -1200,6 +1276,9 @@ def _read_text(path: Path, text: str, aliases: dict[str, str] | None) -> list[Ru
                 "a Keras History.history dict printed by the script: one entry per epoch, "
                 "numbered from 1"
             )
+    if not rows and (aligned := _aligned_table(bare)):
+        rows, last_line, _ = aligned
+        notes.add("a table printed with its columns aligned by blanks")
     if not rows:
         # nothing per step or epoch, only the loop's closing "Final training loss: 1.1465"
         finals = [(i, m) for i, line in enumerate(bare) if (m := _FINAL_LOSS.match(line))]
