@@ -108,6 +108,9 @@ def train_loss(ctx: FeatureContext) -> tuple[np.ndarray, np.ndarray, np.ndarray]
         "crosses zero is judged too); None under 12 logs",
         "loss.first_quarter_mean": "mean loss of the first quarter of the logs",
         "loss.last_quarter_mean": "mean loss of the last quarter of the logs",
+        "loss.below_zero_growth": "how many times further below zero the mean loss of the last "
+        "quarter of the logs is than the first quarter's, when both are negative (10 = the "
+        "loss went from -100 to -1,000); None otherwise or under 12 logs",
     },
 )
 def _loss(ctx: FeatureContext) -> dict[str, Value]:
@@ -187,6 +190,11 @@ def _loss(ctx: FeatureContext) -> dict[str, Value]:
         "loss.quarter_shift_z": shift_z,
         "loss.first_quarter_mean": first_q,
         "loss.last_quarter_mean": last_q,
+        "loss.below_zero_growth": (
+            last_q / first_q
+            if first_q is not None and last_q is not None and first_q < 0 and last_q < 0
+            else None
+        ),
     }
 
 
