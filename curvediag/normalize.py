@@ -392,6 +392,37 @@ def infer_loss_series(run: Run) -> None:
 _LOG_PROB = re.compile(r"(?:^|[^a-z])log[_ -]?(?:probs?|likelihoods?)$")
 
 
+#: Points a held-out metric needs before it is taken as a curve: a test set scored once at the
+#: end (Lightning's ``test_acc``) is a result, not an evaluation curve.
+_MIN_HELD_OUT_POINTS = 3
+
+
+def adopt_held_out_metrics(run: Run) -> None:
+    """A run that logged no ``eval/`` metric of its own but a held-out split's under another
+    name (``Test Acc`` beside ``Test Loss`` in a per-epoch table, ``test_f1``): those series are
+    its evaluations. Each is copied to ``eval/<name without the split's word>`` (``Test_ACC`` ->
+    ``eval/ACC``) when it has at least three points; the copy is recorded as a warning."""
+    taken = {w.split(" is taken from ", 1)[0] for w in run.warnings if " is taken from " in w}
+    if any(k.startswith("eval/") and k not in taken for k in run.metrics):
+        return
+    for name in sorted(run.metrics):
+        if name.startswith("eval/") or not _names_eval(name) or "loss" in name.lower():
+            continue
+        series = run.metrics[name]
+        if int(np.isfinite(series.values).sum()) < _MIN_HELD_OUT_POINTS:
+            continue
+        words = [
+            w
+            for w in re.split(r"[_\s/-]+", _unscoped(name))
+            if w and not _EVAL_WORD.fullmatch(w.lower())
+        ]
+        target = "eval/" + "_".join(words) if words else ""
+        if not words or target in run.metrics:
+            continue
+        run.metrics[target] = series.model_copy(update={"name": target})
+        run.warnings.append(f"{target} is taken from {name!r}, the held-out split's")
+
+
 def _negate_log_probs(run: Run) -> None:
     """A run that logs no loss but the log-probability of its training (and held-out) data
     trains on the negative of it: that negative is its loss."""
@@ -513,6 +544,7 @@ def finish_run(
     if infer_loss:
         infer_loss_series(run)
         infer_lr_series(run)
+        adopt_held_out_metrics(run)
     choose_primary_eval(run)
     set_rl_loss_aside(run)
     return run

@@ -2434,3 +2434,33 @@ def test_logging_level_in_brackets_and_batch_lines_counted_over_the_plan(tmp_pat
     loss = run.get("train/loss")
     assert loss is not None and list(loss.steps) == [10, 20, 30, 40]
     assert run.meta.max_steps == 40
+
+
+def test_a_held_out_split_scored_without_an_eval_prefix_is_the_evaluation(tmp_path: Path) -> None:
+    # a real per-epoch log (holdout54 txt54f_resnet18_catdog): "Epoch: N, Train ACC: a, Test
+    # ACC: b, Train Loss: x" and no other held-out series; the test accuracy is its evaluation
+    folder = REAL / "txt54f_resnet18_catdog_converged_stopped_ep51_of_60"
+    (run,) = load_runs(folder / "train_results.txt")
+    acc = run.get("eval/acc")
+    assert acc is not None and len(acc) == 51 and acc.values[0] == pytest.approx(61.3, abs=0.05)
+    assert any("eval/acc is taken from 'train/Test_ACC'" in w for w in run.warnings)
+    d = curvediag.diagnose(run)
+    assert d.features["run.eval_count"] == 51
+    assert "eval-too-rare" not in {f.rule_id for f in d.findings}
+    # beside a validation set's own series the test split stays what it was
+    p = tmp_path / "metrics.csv"
+    p.write_text(
+        "epoch,loss,val_loss,val_acc,test_acc\n"
+        + "".join(f"{e},{1 / e:.3f},{1.1 / e:.3f},0.{e},0.{e}\n" for e in range(1, 6))
+    )
+    (run,) = load_runs(p)
+    assert run.get("eval/acc") is not None and run.get("train/test_acc") is not None
+    assert not any("held-out split's" in w for w in run.warnings)
+    # a test set scored once or twice is a result, not an evaluation curve
+    p.write_text(
+        "epoch,loss,test_acc\n"
+        + "".join(f"{e},{1 / e:.3f},\n" for e in range(1, 6))
+        + "6,0.1,0.9\n"
+    )
+    (run,) = load_runs(p)
+    assert run.get("eval/acc") is None

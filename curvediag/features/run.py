@@ -304,7 +304,8 @@ def _steps_done(run: Run, last: int) -> int:
         "run.max_grad_norm": "clipping threshold used (settings, run config, else 1.0)",
         "run.batch_size": "examples per optimizer step per device x devices, when known",
         "run.grad_accum": "gradient accumulation steps (1 when unknown)",
-        "run.eval_count": "number of evaluations logged (0 when none)",
+        "run.eval_count": "number of evaluations logged: eval-loss points, else the points of "
+        "the most-logged eval metric (0 when none)",
         "run.train_logs": "number of train-loss logs",
         "run.ended_early": "the log stops well before the planned steps and has no final "
         "summary, or has the Trainer's summary while nothing planned the stop (no early "
@@ -395,7 +396,10 @@ def _run(ctx: FeatureContext) -> dict[str, Value]:
         and (not summary or told_to_stop)
     )
     return {
-        "run.eval_count": 0 if ev is None else len(ev),
+        # evaluations that logged no loss (a test accuracy per epoch) are evaluations too
+        "run.eval_count": len(ev)
+        if ev is not None and len(ev)
+        else max((len(x) for k, x in run.metrics.items() if k.startswith("eval/")), default=0),
         "run.train_logs": 0 if tl is None else len(tl),
         "run.ended_early": ended_early,
         "run.stop_note": _TOLD_TO_STOP[0] if told_to_stop else _NO_SUMMARY[0],
