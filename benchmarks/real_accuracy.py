@@ -131,6 +131,7 @@ RULE_CATEGORY: dict[str, str | None] = {
     "loss-jump-after-clean-descent": "level-shift",
     # an objective with no lower bound, driven toward minus infinity: a divergence downwards
     "loss-runs-away-below-zero": "divergence",
+    "loss-alternates-every-log": "oscillation",
     # the diagnosis is the learning-rate schedule (no warmup; its fix is warmup), not a spike
     "early-instability-no-warmup": "lr-problem",
     "loss-noisy": "noisy",

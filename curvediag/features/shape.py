@@ -96,6 +96,53 @@ def _osc(ctx: FeatureContext) -> dict[str, Value]:
     }
 
 
+#: Logs an alternation is judged over, after the first tenth of the run.
+_MIN_ALTERNATING_LOGS = 12
+
+
+@feature_group(
+    "alt",
+    requires=["train/loss"],
+    features={
+        "alt.logs": "train-loss logs judged: the finite positive ones after the first tenth of "
+        "the logs (at least one log left out: the first fall is not a swing)",
+        "alt.share": "share of those logs' successive changes that reverse the one before (1 = "
+        "up, down, up, down on every log; about 2/3 for noise)",
+        "alt.swing": "median size of a change between successive logs, as a fraction of the "
+        "loss (log units)",
+        "alt.high": "median of the logs above both neighbours",
+        "alt.low": "median of the logs below both neighbours",
+        "alt.start_step": "step of the first log judged",
+    },
+)
+def _alt(ctx: FeatureContext) -> dict[str, Value]:
+    s, v = _finite_before_nan(ctx)
+    keep = v > 0
+    s, v = s[keep], v[keep]
+    skip = max(1, v.size // 10)
+    s, v = s[skip:], v[skip:]
+    if v.size < _MIN_ALTERNATING_LOGS:
+        raise InsufficientDataError(
+            f"only {v.size} positive train-loss logs after the first tenth "
+            f"(need {_MIN_ALTERNATING_LOGS})"
+        )
+    t = np.log(v)
+    d = np.diff(t)
+    signs = np.sign(d)
+    flips = float(np.mean(signs[1:] * signs[:-1] < 0))
+    inner = v[1:-1]
+    peak = (inner > v[:-2]) & (inner > v[2:])
+    trough = (inner < v[:-2]) & (inner < v[2:])
+    return {
+        "alt.logs": int(v.size),
+        "alt.share": flips,
+        "alt.swing": float(np.expm1(np.median(np.abs(d)))),
+        "alt.high": float(np.median(inner[peak])) if peak.any() else None,
+        "alt.low": float(np.median(inner[trough])) if trough.any() else None,
+        "alt.start_step": int(s[0]),
+    }
+
+
 @feature_group(
     "epoch",
     requires=["train/loss", "train/epoch"],
