@@ -109,7 +109,7 @@ _MIN_ALTERNATING_LOGS = 12
         "alt.share": "share of those logs' successive changes that reverse the one before (1 = "
         "up, down, up, down on every log; about 2/3 for noise)",
         "alt.swing": "median size of a change between successive logs, as a fraction of the "
-        "loss (log units)",
+        "loss (from the changes of its logarithm)",
         "alt.high": "median of the logs above both neighbours",
         "alt.low": "median of the logs below both neighbours",
         "alt.start_step": "step of the first log judged",

@@ -999,11 +999,12 @@ _TABLE_RULE = re.compile(r"^[-=]{3,}(?: +[-=]+)*$")
 _TABLE_NAME = re.compile(r"^[A-Za-z][\w.@/()-]*(?: [A-Za-z][\w.@/()-]*)*$")
 
 
-def _aligned_table(bare: list[str]) -> tuple[list[dict[str, Any]], int, str] | None:
+def _aligned_table(bare: list[str]) -> tuple[list[dict[str, Any]], int] | None:
     """A table printed with its columns aligned by blanks: a header whose names are two or
     more blanks apart, the first a counter (``Epoch    Train Loss   Train Acc    Test Loss``),
     one name holding "loss", an optional rule of dashes, then its rows (the header may be
-    printed again above later rows). (The rows, the last row's line, the counter), or None."""
+    printed again above later rows). (The rows, the last row's line), or None: numbered by
+    epoch when the counter is one (``Epoch``, ``Ep``), else by step."""
     rows: list[dict[str, Any]] = []
     last = -1
     counter = ""
@@ -1030,7 +1031,7 @@ def _aligned_table(bare: list[str]) -> tuple[list[dict[str, Any]], int, str] | N
                 | dict(zip(names, values[1:], strict=True))
             )
         last = end
-    return (rows, last, counter) if rows else None
+    return (rows, last) if rows else None
 
 
 def _spacy_name(column: str) -> str:
@@ -1277,7 +1278,7 @@ def _read_text(path: Path, text: str, aliases: dict[str, str] | None) -> list[Ru
                 "numbered from 1"
             )
     if not rows and (aligned := _aligned_table(bare)):
-        rows, last_line, _ = aligned
+        rows, last_line = aligned
         notes.add("a table printed with its columns aligned by blanks")
     if not rows:
         # nothing per step or epoch, only the loop's closing "Final training loss: 1.1465"
