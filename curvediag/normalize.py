@@ -397,13 +397,13 @@ _LOG_PROB = re.compile(r"(?:^|[^a-z])log[_ -]?(?:probs?|likelihoods?)$")
 _MIN_HELD_OUT_POINTS = 3
 
 
-def adopt_held_out_metrics(run: Run) -> None:
-    """A run that logged no ``eval/`` metric of its own but a held-out split's under another
-    name (``Test Acc`` beside ``Test Loss`` in a per-epoch table, ``test_f1``): those series are
-    its evaluations. Each is copied to ``eval/<name without the split's word>`` (``Test_ACC`` ->
-    ``eval/ACC``) when it has at least three points; the copy is recorded as a warning."""
-    taken = {w.split(" is taken from ", 1)[0] for w in run.warnings if " is taken from " in w}
-    if any(k.startswith("eval/") and k not in taken for k in run.metrics):
+def adopt_held_out_metrics(run: Run, logged: set[str]) -> None:
+    """A run that logged (``logged``: its series before any was inferred) no ``eval/`` metric
+    of its own but a held-out split's under another name (``Test Acc`` beside ``Test Loss`` in
+    a per-epoch table, ``test_f1``): those series are its evaluations. Each is copied to
+    ``eval/<name without the split's word>`` (``Test_ACC`` -> ``eval/ACC``) when it has at least
+    three points; the copy is recorded as a warning."""
+    if any(k.startswith("eval/") for k in logged):
         return
     for name in sorted(run.metrics):
         if name.startswith("eval/") or not _names_eval(name) or "loss" in name.lower():
@@ -542,9 +542,10 @@ def finish_run(
             + "; the latest values are kept"
         )
     if infer_loss:
+        logged = set(run.metrics)
         infer_loss_series(run)
         infer_lr_series(run)
-        adopt_held_out_metrics(run)
+        adopt_held_out_metrics(run, logged)
     choose_primary_eval(run)
     set_rl_loss_aside(run)
     return run
