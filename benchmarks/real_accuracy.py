@@ -146,6 +146,7 @@ RULE_CATEGORY: dict[str, str | None] = {
     "loss-oscillating": "oscillation",
     "loss-spike": "spike",
     "loss-spike-slow-recovery": "spike",
+    "loss-spikes-recurring": "spike",
     "memory-growing": "system",
     "throughput-drop": "system",
     "training-stall": "system",

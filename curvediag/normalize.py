@@ -276,8 +276,9 @@ def _names_eval(name: str) -> bool:
     return any(_EVAL_WORD.fullmatch(w) for w in re.split(r"[^a-z]+", spaced.lower()))
 
 
-#: Leaf names that are a loss although they do not say so (an MSE trained directly).
-_LOSS_LEAVES = ("mse", "nll", "cross_entropy", "xent", "bce")
+#: Leaf names that are a loss although they do not say so (an MSE trained directly, the
+#: "cost" of TensorFlow-era loops).
+_LOSS_LEAVES = ("mse", "nll", "cross_entropy", "xent", "bce", "cost")
 #: Leaf names of the total a loss of several named terms adds up to, when no name says "loss"
 #: (a VAE logging Pixel, Perceptual, KL Divergence and their Overall).
 _TOTAL_LEAVES = ("overall", "total")

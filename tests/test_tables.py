@@ -2464,3 +2464,27 @@ def test_a_held_out_split_scored_without_an_eval_prefix_is_the_evaluation(tmp_pa
     )
     (run,) = load_runs(p)
     assert run.get("eval/acc") is None
+
+
+def test_a_loss_printed_as_cost(tmp_path: Path) -> None:
+    # a real TensorFlow LSTM's console (holdout55 txt55f_bachnet): "step 51, training cost
+    # 4359.25", the only value of each line; "cost" is its loss
+    folder = REAL / "txt55f_bachnet_lstm_chorales_cost_converges_with_recurring_spikes"
+    (run,) = load_runs(folder / "training_results.txt")
+    loss = run.get("train/loss")
+    assert loss is not None and len(loss) == 100
+    assert list(loss.steps[:3]) == [1, 51, 101] and int(loss.steps[-1]) == 4951
+    assert loss.values[0] == pytest.approx(12687.1)
+    assert loss.values[-1] == pytest.approx(7.24, abs=0.01)
+    # a CSV column named cost is the loss too, when nothing is called a loss
+    p = tmp_path / "history.csv"
+    p.write_text("epoch,cost,accuracy\n" + "".join(f"{e},{1 / e:.3f},0.{e}\n" for e in range(1, 6)))
+    (run,) = load_runs(p)
+    loss = run.get("train/loss")
+    assert loss is not None and list(loss.values) == pytest.approx([1.0, 0.5, 0.333, 0.25, 0.2])
+    # a cost beside a named loss stays what it was: "step 5, loss 0.4, cost 12"
+    p = tmp_path / "train.log"
+    p.write_text("".join(f"step {s}, loss {1 / s:.3f}, cost {s * 3}\n" for s in range(1, 6)))
+    (run,) = load_runs(p)
+    loss = run.get("train/loss")
+    assert loss is not None and loss.values[0] == pytest.approx(1.0)
