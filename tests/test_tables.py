@@ -2488,3 +2488,41 @@ def test_a_loss_printed_as_cost(tmp_path: Path) -> None:
     (run,) = load_runs(p)
     loss = run.get("train/loss")
     assert loss is not None and loss.values[0] == pytest.approx(1.0)
+
+
+def test_a_w_and_b_run_whose_curve_is_only_in_its_console(tmp_path: Path) -> None:
+    # real W&B run folders whose curve is only in files/output.log (holdout55, read after its
+    # blind measurement). wb55d_diffusion_policy: "Training Iteration 256: loss = 0.3176" under
+    # the one bar the loop drew, "0/50000 [00:00<?, ?it/s]", then a KeyboardInterrupt traceback
+    folder = REAL / "wb55d_diffusion_policy_hw_killed_iter4578_of_50000"
+    (run,) = load_runs(next(folder.glob("run-*")))
+    loss = run.get("train/loss")
+    assert loss is not None and list(loss.steps) == list(range(0, 4353, 256))
+    assert loss.values[0] == pytest.approx(2.90455, abs=1e-5)
+    assert loss.values[-1] == pytest.approx(0.09022, abs=1e-5)
+    assert run.meta.max_steps == 50000 and not run.meta.finished
+    d = curvediag.diagnose(run)
+    assert {"run-crashed", "run-ended-early"} & {f.rule_id for f in d.findings}
+    # wb55d_ffm: "tr @ epoch 3/10 | Loss 0.139161 | 41.56 (s)", a short tag before "@"
+    folder = REAL / "wb55d_ffm_fno_navier_stokes_10ep_converging"
+    (run,) = load_runs(next(folder.glob("run-*")))
+    loss = run.get("train/loss")
+    assert loss is not None and len(loss) == 10
+    assert loss.values[2] == pytest.approx(0.139161) and run.meta.num_train_epochs == 10
+    # step lines that print their own total keep it; a bar's total is not taken over them
+    p = tmp_path / "train.log"
+    p.write_text(
+        "  0%|     | 0/900 [00:00<?, ?it/s]\n"
+        + "".join(f"Training Iteration {s}/300: loss = {1 / s:.3f}\n" for s in range(10, 60, 10))
+    )
+    (run,) = load_runs(p)
+    assert run.meta.max_steps == 300
+    # two bars (one per epoch) do not give the plan
+    p.write_text(
+        "".join(
+            f"  0%|     | 0/30 [00:00<?, ?it/s]\nTraining Iteration {s}: loss = {1 / s:.3f}\n"
+            for s in range(10, 60, 10)
+        )
+    )
+    (run,) = load_runs(p)
+    assert run.meta.max_steps is None

@@ -116,8 +116,11 @@ _LLMC_STEP = re.compile(
     re.IGNORECASE,
 )
 _LLMC_VAL = re.compile(rf"^val loss {_NUM}\s*$", re.IGNORECASE)
+#: One line per epoch: ``Epoch 3/10 - loss: 0.41``, ``Val Epoch 3: loss 0.61``, ``[Train] Epoch
+#: 3 ...``, ``tr @ epoch 3/10 | Loss 0.139 | 41.6 (s)`` (a short tag before ``@``).
 _EPOCH_LINE = re.compile(
-    rf"^(?:(?P<split>{_TRAIN_SPLIT}|{_HELD_OUT_SPLIT})\s+|\[(?P<tag>[^\]]{{1,40}})\]\s*)?"
+    rf"^(?:(?P<split>{_TRAIN_SPLIT}|{_HELD_OUT_SPLIT})\s+|\[(?P<tag>[^\]]{{1,40}})\]\s*"
+    r"|(?P<at>[A-Za-z]\w{0,11})\s+@\s+)?"
     r"\[?epoch\s*[:\[(]?\s*(?P<epoch>\d+)\s*\]?\s*(?:/\s*\[?\s*(?P<total>\d+))?\s*[\])]?"
     r"(?:\s*[:,|.-]*\s+|(?<=\])[:,|-]+\s*)"
     r"(?P<rest>.*\S)\s*$",
@@ -219,9 +222,11 @@ _NGCF_LINE = re.compile(
 )
 _NGCF_METRIC = re.compile(rf"([A-Za-z][\w@-]*)\s*=\s*\[\s*{_NUM}")
 #: A loop's one line per logging step: ``Iteration 100/10000, Loss: 10.2377, Grad Norm: 0.0``,
-#: ``Step 20 | loss 1.23 | lr 3e-4`` (the total after the slash is the planned number of steps).
+#: ``Step 20 | loss 1.23 | lr 3e-4``, ``Training Iteration 256: loss = 0.3176`` (the total after
+#: the slash is the planned number of steps; ``Batch [i/N]`` counts an epoch's batches).
 _STEP_LINE = re.compile(
-    r"^(?:iteration|iter|step|batch)\s*[:\[(]?\s*(\d+)\s*(?:/\s*(\d+))?\s*[\])]?\s*[:,|-]*\s+(.*\S)\s*$",
+    r"^(?:train(?:ing)?\s+)?(?:iteration|iter|step|(?P<batch>batch))"
+    r"\s*[:\[(]?\s*(\d+)\s*(?:/\s*(\d+))?\s*[\])]?\s*[:,|-]*\s+(.*\S)\s*$",
     re.IGNORECASE,
 )
 #: A progress bar drawn by the loop itself, its count out of the plan and its values in
@@ -444,7 +449,7 @@ def _epoch_pairs(line: str) -> tuple[int, int | None, dict[str, float]] | None:
         }
         if not _has_loss(values):
             return None
-    split = m["split"] or m["tag"] or ""
+    split = m["split"] or m["tag"] or m["at"] or ""
     losses = [k for k in values if "loss" in k.lower()]
     if not split and losses and all(_HELD_OUT_WORD.search(k) for k in losses):
         # "Epoch [0]/[4]  Validation Phase Loss: 0.0048  Accuracy: 0.98": the line is the
@@ -638,13 +643,16 @@ def _ngcf_values(line: str) -> tuple[int, dict[str, float]] | None:
     return int(m[1]), values
 
 
-def _step_values(line: str) -> tuple[int, int | None, dict[str, float]] | None:
-    """A per-step line: (step, planned steps or None, values), when a name holds "loss"."""
+def _step_values(line: str) -> tuple[int, int | None, dict[str, float], bool] | None:
+    """A per-step line: (step, the total after its slash or None, values, whether it counts
+    batches), when a name holds "loss"."""
     m = _STEP_LINE.match(line)
     if m is None:
         return None
-    values = _pairs(m[3])
-    return (int(m[1]), int(m[2]) if m[2] else None, values) if _has_loss(values) else None
+    values = _pairs(m[4])
+    if not _has_loss(values):
+        return None
+    return int(m[2]), int(m[3]) if m[3] else None, values, m["batch"] is not None
 
 
 def _drawn_bar_values(line: str) -> tuple[int, int, dict[str, float]] | None:
@@ -1117,6 +1125,7 @@ def _read_text(path: Path, text: str, aliases: dict[str, str] | None) -> list[Ru
     batched: list[tuple[int, int, int, int]] = []  # (row, epoch, batch, batches per epoch)
     batch_lines: list[int] = []  # the counts of "Batch [i/N]" step lines
     batch_epoch = 0  # their epoch, from 0: one more each time the count starts again
+    bare_steps = False  # step lines without a total of their own ("Iteration 256: loss ...")
     gan: list[tuple[int, int, int]] = []  # a GAN loss line's (row, epoch, images into it)
     gan_images: int | None = None
     gan_lr: float | None = None
@@ -1238,8 +1247,8 @@ def _read_text(path: Path, text: str, aliases: dict[str, str] | None) -> list[Ru
             planned = total
             rows.append({"step": last_step, **values})
         elif step_line := _step_values(line):
-            last_step, total, values = step_line
-            if total and line[:5].lower() == "batch":
+            last_step, total, values, counts_batches = step_line
+            if total and counts_batches:
                 # "Batch [10/788] Loss: ...": the total is the epoch's batches, and the count
                 # starts again with each epoch
                 if batch_lines and last_step <= batch_lines[-1]:
@@ -1248,6 +1257,7 @@ def _read_text(path: Path, text: str, aliases: dict[str, str] | None) -> list[Ru
                 batched.append((len(rows), batch_epoch, last_step, total))
             else:
                 planned = total or planned
+                bare_steps = bare_steps or total is None
             rows.append({"step": last_step, **values})
         if len(rows) > found:
             last_line = index
@@ -1273,6 +1283,12 @@ def _read_text(path: Path, text: str, aliases: dict[str, str] | None) -> list[Ru
             planned = planned or per_epoch * planned_epochs
         if not gan:
             notes.add(f"steps are the batches of the epoch lines ({per_epoch} per epoch)")
+    starts = _BAR_START.findall(text) if bare_steps and not planned else []
+    if len(starts) == 1 and int(starts[0]) >= last_step:
+        # "Iteration 256: loss = 0.32" under the one progress bar the loop drew for the whole
+        # training ("0/50000 [00:00<?, ?it/s]"): the bar's total is the planned steps
+        planned = int(starts[0])
+        notes.add(f"the planned {planned} steps are the total of the progress bar")
     if not rows:
         rows, last_line = _records(bare)
     if not rows:
