@@ -2526,3 +2526,20 @@ def test_a_w_and_b_run_whose_curve_is_only_in_its_console(tmp_path: Path) -> Non
     )
     (run,) = load_runs(p)
     assert run.meta.max_steps is None
+
+
+def test_a_tab_separated_table_named_csv_and_angle_bracketed_iteration_lines() -> None:
+    # real logs of holdout56 (read after its blind measurement). csv56e_sleep_accel: a Keras
+    # History written with sep="\t" to history.csv, CRLF, no epoch column
+    folder = REAL / "csv56e_sleep_accel_cnn_keras_tsv_val_loss_rises"
+    (run,) = load_runs(folder / "history.csv")
+    loss, ev = run.get("train/loss"), run.get("eval/loss")
+    assert loss is not None and ev is not None and len(loss) == len(ev) == 10
+    assert loss.values[0] == pytest.approx(0.364577) and ev.values[3] == pytest.approx(0.397347)
+    # wb56d_resnet34: a W&B folder whose curve is only in output.log, "<<<iteration:[20/2930] -
+    # total_loss: 0.9383"; the total after the slash is the plan
+    folder = REAL / "wb56d_resnet34_bert_lstm_cosine_loss_plateau_0p81_killed_iter1240_ep1_of_100"
+    (run,) = load_runs(next(folder.glob("run-*")))
+    loss = run.get("train/loss")
+    assert loss is not None and list(loss.steps) == list(range(20, 1241, 20))
+    assert loss.values[0] == pytest.approx(0.9383) and run.meta.max_steps == 2930

@@ -591,8 +591,11 @@ def read_plain_csv(path: Path, *, aliases: dict[str, str] | None = None) -> list
     sep = "\t" if suffix == ".tsv" else ","
     if suffix in _TABLE_LOG_SUFFIXES:
         sep = table_log_delimiter(header) or sep
-    if sep == "," and ";" in header and "," not in header:
-        sep = ";"  # Keras' CSVLogger(separator=";")
+    if sep == "," and "," not in header:
+        if ";" in header:
+            sep = ";"  # Keras' CSVLogger(separator=";")
+        elif "\t" in header:
+            sep = "\t"  # a tab-separated table saved as .csv (pandas' to_csv(sep="\t"))
     if _headerless_loss_pairs(path, text, sep):
         # "0,0.4069" rows with no header in loss.csv / loss_log.txt: a row counter and the loss
         held_out = set(re.split(r"[^a-z]+", path.stem.lower())) & EVAL_SPLIT_WORDS

@@ -222,11 +222,12 @@ _NGCF_LINE = re.compile(
 )
 _NGCF_METRIC = re.compile(rf"([A-Za-z][\w@-]*)\s*=\s*\[\s*{_NUM}")
 #: A loop's one line per logging step: ``Iteration 100/10000, Loss: 10.2377, Grad Norm: 0.0``,
-#: ``Step 20 | loss 1.23 | lr 3e-4``, ``Training Iteration 256: loss = 0.3176`` (the total after
-#: the slash is the planned number of steps; ``Batch [i/N]`` counts an epoch's batches).
+#: ``Step 20 | loss 1.23 | lr 3e-4``, ``Training Iteration 256: loss = 0.3176``,
+#: ``<<<iteration:[20/2930] - total_loss: 0.9383`` (the total after the slash is the planned
+#: number of steps; ``Batch [i/N]`` counts an epoch's batches).
 _STEP_LINE = re.compile(
-    r"^(?:train(?:ing)?\s+)?(?:iteration|iter|step|(?P<batch>batch))"
-    r"\s*[:\[(]?\s*(\d+)\s*(?:/\s*(\d+))?\s*[\])]?\s*[:,|-]*\s+(.*\S)\s*$",
+    r"^(?:<+\s*)?(?:train(?:ing)?\s+)?(?:iteration|iter|step|(?P<batch>batch))"
+    r"\s*(?::\s*)?[\[(]?\s*(\d+)\s*(?:/\s*(\d+))?\s*[\])]?\s*[:,|-]*\s+(.*\S)\s*$",
     re.IGNORECASE,
 )
 #: A progress bar drawn by the loop itself, its count out of the plan and its values in
