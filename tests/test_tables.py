@@ -2543,3 +2543,15 @@ def test_a_tab_separated_table_named_csv_and_angle_bracketed_iteration_lines() -
     loss = run.get("train/loss")
     assert loss is not None and list(loss.steps) == list(range(20, 1241, 20))
     assert loss.values[0] == pytest.approx(0.9383) and run.meta.max_steps == 2930
+
+
+def test_early_stopping_noted_after_the_word_triggered() -> None:
+    # a real console (holdout56 txt56f_building_load, read after its blind measurement): the
+    # last epoch line, then "触发 Early Stopping，提前结束训练。" ("early stopping triggered,
+    # training ended early"): a finished run, stopped by its own early stopping
+    folder = REAL / "txt56f_building_load_mlp_early_stopping_val_flat_then_up"
+    (run,) = load_runs(folder / "train.log")
+    assert run.meta.early_stopped and run.meta.finished
+    d = curvediag.diagnose(run)
+    assert "run-ended-early" not in d.finding_ids
+    assert "stopped-by-early-stopping" in d.finding_ids

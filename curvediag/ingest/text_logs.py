@@ -1340,9 +1340,12 @@ def _read_text(path: Path, text: str, aliases: dict[str, str] | None) -> list[Ru
 #: A loop's note, after its last logged line, that its early stopping ended the run: "Early
 #: stopping triggered.", Keras's "Epoch 00028: early stopping", "Early stopping at epoch 28"
 #: (not a setting such as "early_stopping_patience: 5", nor a patience counter's "EarlyStopping
-#: counter: 3 out of 10").
+#: counter: 3 out of 10"), also after the word "triggered" ("Triggered early stopping",
+#: "触发 Early Stopping，提前结束训练。").
 _EARLY_STOP = re.compile(
-    r"^(?:epoch \d+\s*:\s*)?early[ -]?stop(?:ping|ped)?\b(?![_:=])(?!.*\bcounter\b)", re.IGNORECASE
+    r"^(?:epoch \d+\s*:\s*|(?:triggered|触发)\s*)?early[ -]?stop(?:ping|ped)?\b(?![_:=])"
+    r"(?!.*\bcounter\b)",
+    re.IGNORECASE,
 )
 
 
