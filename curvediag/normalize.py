@@ -353,6 +353,8 @@ def infer_loss_series(run: Run) -> None:
                     continue
             elif leaf.split("_")[-1] not in loss_words and leaf not in loss_words:
                 continue
+            elif leaf.endswith("time_cost"):
+                continue  # seconds an epoch took, not a loss
             if k.startswith("eval/") or _names_eval(k):
                 eval_c.append(k)
             else:

@@ -2482,6 +2482,21 @@ def test_a_loss_printed_as_cost(tmp_path: Path) -> None:
     (run,) = load_runs(p)
     loss = run.get("train/loss")
     assert loss is not None and list(loss.values) == pytest.approx([1.0, 0.5, 0.333, 0.25, 0.2])
+    # a time cost is not a loss: "Epoch 3, time_cost 12.1" lines give no loss, and a CSV's
+    # time_cost column beside an unnamed metric is not taken as one
+    p = tmp_path / "timing.log"
+    p.write_text("".join(f"Epoch {e}, time_cost {e * 3.1:.1f}\n" for e in range(1, 6)))
+    with pytest.raises(CurvediagError):
+        load_runs(p)
+    p = tmp_path / "timing.csv"
+    p.write_text("epoch,mse,time_cost\n" + "".join(f"{e},{1 / e:.3f},{e}\n" for e in range(1, 6)))
+    (run,) = load_runs(p)
+    loss = run.get("train/loss")
+    assert loss is not None and loss.values[0] == pytest.approx(1.0)
+    p = tmp_path / "timing_only.csv"
+    p.write_text("epoch,acc,time_cost\n" + "".join(f"{e},0.{e},{e}\n" for e in range(1, 6)))
+    (run,) = load_runs(p)
+    assert run.get("train/loss") is None
     # a cost beside a named loss stays what it was: "step 5, loss 0.4, cost 12"
     p = tmp_path / "train.log"
     p.write_text("".join(f"step {s}, loss {1 / s:.3f}, cost {s * 3}\n" for s in range(1, 6)))

@@ -540,8 +540,8 @@ def _rising(values: list[float]) -> bool:
 
 
 #: A name that ends in "cost", the word TensorFlow-era loops give their loss (``step 51,
-#: training cost 4359.25``, ``Epoch 3 cost = 0.41``).
-_COST_NAME = re.compile(r"(?:^|_)cost$", re.IGNORECASE)
+#: training cost 4359.25``, ``Epoch 3 cost = 0.41``), but not a time cost (``time_cost 12.3``).
+_COST_NAME = re.compile(r"(?<!time)(?:^|_)cost$", re.IGNORECASE)
 
 
 def _has_loss(values: dict[str, float]) -> bool:
