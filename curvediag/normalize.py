@@ -277,13 +277,29 @@ def _names_eval(name: str) -> bool:
 
 
 #: Leaf names that are a loss although they do not say so (an MSE trained directly, the
-#: "cost" of TensorFlow-era loops).
+#: "cost" of TensorFlow-era loops: see :func:`names_a_cost`).
 _LOSS_LEAVES = ("mse", "nll", "cross_entropy", "xent", "bce", "cost")
+_COST_NAME = re.compile(r"(?<!time)(?:^|_)cost$", re.IGNORECASE)
+
+
+def names_a_cost(name: str) -> bool:
+    """Whether a name ends in "cost", the word TensorFlow-era loops give their loss
+    (``training_cost``, ``cost``), but is not a time cost (``time_cost``: seconds per epoch)."""
+    return _COST_NAME.search(name) is not None
+
+
 #: Leaf names of the total a loss of several named terms adds up to, when no name says "loss"
 #: (a VAE logging Pixel, Perceptual, KL Divergence and their Overall).
 _TOTAL_LEAVES = ("overall", "total")
 #: What a loss's leaf name says when it is the total of several (best first).
 _TOTAL_WORDS = (("total",), ("mean", "avg", "overall"))
+
+
+def _is_leaf_of(leaf: str, words: tuple[str, ...]) -> bool:
+    """Whether a leaf name is one of ``words`` or ends in one after an underscore (``val_mse``),
+    a cost only when :func:`names_a_cost` says so."""
+    named = leaf in words or leaf.split("_")[-1] in words
+    return named and (not leaf.endswith("cost") or names_a_cost(leaf))
 
 
 def _unscoped(name: str) -> str:
@@ -351,10 +367,8 @@ def infer_loss_series(run: Run) -> None:
                 split_last = len(segs) >= 3 and "loss" in segs[-2] and segs[-1] in _SPLITS
                 if "loss" not in leaf and not split_last:
                     continue
-            elif leaf.split("_")[-1] not in loss_words and leaf not in loss_words:
+            elif not _is_leaf_of(leaf, loss_words):
                 continue
-            elif leaf.endswith("time_cost"):
-                continue  # seconds an epoch took, not a loss
             if k.startswith("eval/") or _names_eval(k):
                 eval_c.append(k)
             else:

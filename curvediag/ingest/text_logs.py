@@ -98,6 +98,7 @@ from curvediag.ingest._tabular import (
 from curvediag.ingest.csv_logs import plain_run, share_kept
 from curvediag.ingest.hf_trainer import run_from_history
 from curvediag.model import Run
+from curvediag.normalize import names_a_cost
 
 __all__ = ["FORMAT", "READER", "read_all", "sniff"]
 
@@ -539,15 +540,10 @@ def _rising(values: list[float]) -> bool:
     return all(b > a for a, b in itertools.pairwise(values))
 
 
-#: A name that ends in "cost", the word TensorFlow-era loops give their loss (``step 51,
-#: training cost 4359.25``, ``Epoch 3 cost = 0.41``), but not a time cost (``time_cost 12.3``).
-_COST_NAME = re.compile(r"(?<!time)(?:^|_)cost$", re.IGNORECASE)
-
-
 def _has_loss(values: dict[str, float]) -> bool:
-    """Whether a name holds "loss" or ends in "cost", or one is the "Total" of two or more
-    named terms (``Total: 0.0581 | Recon: 0.0338 | VQ: 0.0243``)."""
-    return any("loss" in k.lower() or _COST_NAME.search(k) for k in values) or (
+    """Whether a name holds "loss" or is a cost (``step 51, training cost 4359.25``), or one is
+    the "Total" of two or more named terms (``Total: 0.0581 | Recon: 0.0338 | VQ: 0.0243``)."""
+    return any("loss" in k.lower() or names_a_cost(k) for k in values) or (
         len(values) >= 3 and any(k.lower() == "total" for k in values)
     )
 
