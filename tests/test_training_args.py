@@ -167,6 +167,22 @@ def test_runs_from_other_training_loops_get_no_trainer_arguments() -> None:
     assert any("resume_from_checkpoint=True" in x for x in ended.fixes)
 
 
+def test_the_resume_advice_names_the_loop_that_wrote_the_run() -> None:
+    # a Lightning run resumes with trainer.fit(ckpt_path=...); a loop curvediag cannot name
+    # (a NumPy seq2seq's console log) gets the advice in plain words, no Trainer call
+    import curvediag
+
+    runs = ROOT / "benchmarks/real_runs"
+    pl = curvediag.diagnose(runs / "pl48c_imagebind_meld_probe_3of500ep_still_falling")
+    ended = next(f for f in pl.findings if f.rule_id == "run-ended-early")
+    assert any('trainer.fit(model, ckpt_path="last")' in x for x in ended.fixes), ended.fixes
+    txt = curvediag.diagnose(runs / "txt30f_numpy_seq2seq_en_fr_sgd_stopped_3k_of_10k")
+    assert txt.features["cfg.trainer_run"] is None
+    ended = next(f for f in txt.findings if f.rule_id == "run-ended-early")
+    assert any(x.startswith("Resume from the last checkpoint, restoring") for x in ended.fixes)
+    assert not any("trainer." in x for f in txt.findings for x in f.fixes)
+
+
 def test_a_setting_in_the_runs_own_config_is_kept_for_other_loops() -> None:
     import curvediag
     from curvediag.report.next_run import next_run_changes

@@ -413,6 +413,8 @@ def _into_range(usual: float, trainer: bool, optim: str) -> float:
         "None",
         "cfg.length_grouping_arg": "the argument that groups batches by length in the run's "
         "transformers version (in plain words for other loops)",
+        "cfg.resume_call": "the call that resumes the run from its last checkpoint with the "
+        "optimizer and scheduler state (the Trainer's or Lightning's), None for other loops",
         "cfg.adaptive_optimizer": "the run's configured optimizer (optim / optimizer) adapts its "
         "step to the gradient's scale: true for Adam, AdamW, Adafactor, Lion, RMSprop, "
         "Adagrad ...; false for SGD; None when the config does not say",
@@ -501,6 +503,13 @@ def _cfg(ctx: FeatureContext) -> dict[str, Value]:
         else "group_by_length=True"
     )
     out["cfg.trainer_run"] = trainer_run
+    out["cfg.resume_call"] = (
+        "trainer.train(resume_from_checkpoint=True)"
+        if trainer_run is True
+        else 'trainer.fit(model, ckpt_path="last")'
+        if ctx.run.format.startswith("lightning")
+        else None
+    )
     out["cfg.adaptive_optimizer"] = _adaptive(optim)
     return out
 
