@@ -13,8 +13,8 @@ with two baselines run on the same series:
   at least 0.1%), Overfit ((mean eval - mean train) / mean train > 0.1) and ExplodingTensor
   (any NaN/Inf in a logged value).
 
-Scores, per label category and overall, for each split (``tune`` to ``tune56``: runs the rules
-may be tuned on; ``holdout57``: runs collected later and never tuned on), the tunable and held-out
+Scores, per label category and overall, for each split (``tune`` to ``tune57``: runs the rules
+may be tuned on; ``holdout58``: runs collected later and never tuned on), the tunable and held-out
 halves, and all of them:
 recall (expected problems found), precision (claimed problems that the label supports) and the
 share of healthy runs given a warning or worse. Writes ``benchmarks/results/real_accuracy.md``.
@@ -640,9 +640,11 @@ def main(argv: list[str] | None = None) -> int:
         "session, measured blind at 995e61f and tunable since; `tune55`: `holdout55`, 24 runs "
         "collected the same way in the twenty-first session, measured blind at 43bb667 and "
         "tunable since; `tune56`: `holdout56`, 21 runs collected the same way in the "
-        "twenty-second session, measured blind at 55aea53 and tunable since; `holdout57`: 21 "
-        "runs collected the same way later in the twenty-second session, never tuned on (see "
-        "LABELLING.md for every blind measurement).",
+        "twenty-second session, measured blind at 55aea53 and tunable since; `tune57`: "
+        "`holdout57`, 21 runs collected the same way later in the twenty-second session, "
+        "measured blind at 3257623 and tunable since; `holdout58`: 24 runs collected the same "
+        "way in the twenty-third session, never tuned on (see LABELLING.md for every blind "
+        "measurement).",
         "",
         "Recall: labelled problems found (a finding of the label's category or a synonym). "
         "Precision: findings whose category the label supports (`expected` or `acceptable`; "
