@@ -282,12 +282,20 @@ _UNBOUNDED_ERRORS = frozenset(
 )
 
 
+#: Scores of generated text against references (ROUGE, BLEU, chrF, METEOR): their perfect 1 (or
+#: 100) is out of reach (one reference per example, and a good model still words things its own
+#: way), so like the unbounded errors they are judged by their relative change.
+_TEXT_OVERLAP = ("rouge", "bleu", "sacrebleu", "chrf", "meteor")
+
+
 def _perfect(st: dict[str, Value], name: str) -> float | None:
     """The perfect value of a bounded score: 1 or 100 for a higher-is-better score in [0, 1] or
     [0, 100], 0 for a non-negative lower-is-better error rate; None otherwise (a regression's
-    MAE or RMSE included)."""
+    MAE or RMSE and a text-overlap score such as ROUGE or BLEU included)."""
     lo, hi = st["min"], st["max"]
     if not isinstance(lo, float) or not isinstance(hi, float) or lo < 0:
+        return None
+    if any(t.startswith(_TEXT_OVERLAP) for t in _tokens(name)):
         return None
     if st["higher_is_better"] is True:
         return 1.0 if hi <= 1.0 else (100.0 if hi <= 100.0 else None)
