@@ -2541,6 +2541,16 @@ def test_a_w_and_b_run_whose_curve_is_only_in_its_console(tmp_path: Path) -> Non
     )
     (run,) = load_runs(p)
     assert run.meta.max_steps is None
+    # a console that cannot draw the bar prints "  0% 0/2000 [00:00<?, ?it/s]" (tune57
+    # wb57d_nerf_lego, read after its blind measurement: "[TRAIN] Iter: 10 Loss: 0.50" lines,
+    # stopped at iteration 49 of 2000)
+    folder = REAL / "wb57d_nerf_lego_killed_iter49_of_2000_4_loss_points"
+    (run,) = load_runs(next(folder.glob("run-*")))
+    loss = run.get("train/loss")
+    assert loss is not None and list(loss.steps) == [10, 20, 30, 40]
+    assert run.meta.max_steps == 2000
+    d = curvediag.diagnose(run)
+    assert "run-ended-early" in {f.rule_id for f in d.findings}
 
 
 def test_a_tab_separated_table_named_csv_and_angle_bracketed_iteration_lines() -> None:

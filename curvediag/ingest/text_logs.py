@@ -242,8 +242,9 @@ _JSON_LINE = re.compile(r"^\{\s*\"[^{}]*\}$")
 #: A whole line of one ``name = value`` after a finished bar (``Mean Average Precision =
 #: 28.06%``): the evaluation that followed that epoch's training.
 _ONE_PAIR = re.compile(rf"^({_WORD}(?: {_WORD})*)\s*[:=]\s*{_NUM}%?$")
-#: A tqdm bar drawn at its start, ``  0%|          | 0/2260 [00:00<?, ?it/s]``: its total.
-_BAR_START = re.compile(r"\| 0/(\d+) \[00:00<\?, \?it/s\]")
+#: A tqdm bar drawn at its start, ``  0%|          | 0/2260 [00:00<?, ?it/s]`` (or, where the
+#: console cannot draw it, ``  0% 0/2000 [00:00<?, ?it/s]``): its total.
+_BAR_START = re.compile(r"(?:\||0%) 0/(\d+) \[00:00<\?, \?it/s\]")
 #: A logger's prefix before the printed text: ``[2024-05-08 04:06:17,722 INFO] `` (OpenNMT-py
 #: and many others), Python logging's ``2025-06-04 17:36:55,374 - [name - ]INFO - [[name] - ]``
 #: (or ``... 17:36:55,374 [INFO] ``, the level in brackets) and
