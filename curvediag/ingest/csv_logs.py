@@ -47,7 +47,6 @@ from curvediag.errors import MalformedRunError
 from curvediag.ingest._tabular import (
     BoolArray,
     Column,
-    FloatArray,
     IntArray,
     Table,
     TableReader,
@@ -796,13 +795,13 @@ def plain_run(
 _CARRIED_ON = 0.75
 
 
-def share_kept(before: FloatArray, here: float) -> float | None:
-    """How much of the fall from ``before``'s first value to its last ``here`` still holds (1 =
-    at the last value, 0 = back at the first), on a log scale for positive losses; None when
-    the session did not fall."""
-    if not before.size or not math.isfinite(here):
+def share_kept(start: float | None, end: float | None, here: float) -> float | None:
+    """How much of a session's fall from its first loss ``start`` to its last ``end`` still
+    holds at ``here`` (1 = at the last value, 0 = back at the first), on a log scale for
+    positive losses; None when the session logged no finite loss or did not fall."""
+    if start is None or end is None or not math.isfinite(here):
         return None
-    a, b, x = float(before[0]), float(before[-1]), here
+    a, b, x = start, end, here
     if min(a, b, x) > 0:
         a, b, x = math.log(a), math.log(b), math.log(x)
     return (a - x) / (a - b) if a > b else None
@@ -816,32 +815,37 @@ def _continued_sessions(
     counter falls back to its first value and the train loss there keeps at least three
     quarters of what the session before had taken off its first value (the model carried on; a
     fresh model starts high again, and a resume from a checkpoint rewinds only part of the way),
-    the later session's steps follow the earlier's."""
-    out = steps.copy()
+    the later session's steps follow the earlier's. One pass over the rows."""
     rows = np.flatnonzero(ok)
     if rows.size < 3:
-        return out
+        return steps.copy()
     first = int(steps[rows[0]])
-    start, offset, joined = 0, 0, []
-    for k in range(1, rows.size):
-        i, prev = rows[k], rows[k - 1]
-        if steps[i] >= steps[prev]:
-            continue
-        before = loss.values[rows[start:k]][loss.present[rows[start:k]]]
-        before = before[np.isfinite(before)]
-        here = float(loss.values[i]) if loss.present[i] else math.nan
-        kept = share_kept(before, here)
-        if steps[i] > first or kept is None or kept < _CARRIED_ON:
-            return steps  # a resume that rewinds, or a fresh start: left to the resume logic
-        offset = int(out[prev]) - int(steps[i]) + 1
-        joined.append(int(i))
-        start = k
-        out[rows[k:]] = steps[rows[k:]] + offset
-    if joined:
+    offset = 0
+    sessions: list[tuple[int, int]] = []  # (index into rows where a later session starts, offset)
+    sess_first: float | None = None  # the first and last finite loss of the session so far
+    sess_last: float | None = None
+    for k in range(rows.size):
+        i = rows[k]
+        if k and steps[i] < steps[rows[k - 1]]:
+            here = float(loss.values[i]) if loss.present[i] else math.nan
+            kept = share_kept(sess_first, sess_last, here)
+            if steps[i] > first or kept is None or kept < _CARRIED_ON:
+                return steps  # a resume that rewinds, or a fresh start: left to the resume logic
+            offset += int(steps[rows[k - 1]]) - int(steps[i]) + 1
+            sessions.append((k, offset))
+            sess_first = sess_last = None
+        if loss.present[i] and math.isfinite(x := float(loss.values[i])):
+            sess_first = x if sess_first is None else sess_first
+            sess_last = x
+    out = steps.copy()
+    for n, (k, off) in enumerate(sessions):
+        end = sessions[n + 1][0] if n + 1 < len(sessions) else rows.size
+        out[rows[k:end]] = steps[rows[k:end]] + off
+    if sessions:
         warnings.append(
             f"the {step_name!r} column starts again from {first} at "
-            f"{len(joined)} row(s) with the loss where it had got to: read as later sessions of "
-            "one training, their steps following on"
+            f"{len(sessions)} row(s) with the loss where it had got to: read as later sessions "
+            "of one training, their steps following on"
         )
     return out
 

@@ -84,8 +84,6 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from curvediag.errors import MalformedRunError
 from curvediag.ingest._tabular import (
     TENSOR_REPR,
@@ -702,14 +700,17 @@ def _fresh_restart(rows: list[dict[str, Any]]) -> bool:
     if not losses:
         return False
     key = sorted(losses)[0]
-    values = np.array([float(r[key]) for r in rows])
-    for i in range(1, len(rows)):
-        if rows[i]["epoch"] >= rows[i - 1]["epoch"]:
-            continue
-        before = values[:i][np.isfinite(values[:i])]
-        kept = share_kept(before, float(values[i]))
-        if kept is None or kept < _KEPT_BY_A_LATER_FIT:
-            return True
+    start: float | None = None  # the log's first finite loss, and its last one so far
+    end: float | None = None
+    for i, row in enumerate(rows):
+        here = float(row[key])
+        if i and row["epoch"] < rows[i - 1]["epoch"]:
+            kept = share_kept(start, end, here)
+            if kept is None or kept < _KEPT_BY_A_LATER_FIT:
+                return True
+        if math.isfinite(here):
+            start = here if start is None else start
+            end = here
     return False
 
 
