@@ -81,6 +81,7 @@ RULE_CATEGORY: dict[str, str | None] = {
     "still-improving-at-end": "still-improving",
     "eval-still-improving-at-end": "still-improving",
     "run-ended-early": "ended-early",
+    "run-stopped-where-planned-stops-would": "ended-early",
     "run-crashed": "ended-early",
     "run-log-unclosed": "ended-early",
     "run-stopped-in-warmup": "ended-early",

@@ -157,6 +157,11 @@ class FeatureSettings:
         ended_early_schedule_progress: The same share when the plan is only known from where
             the learning-rate schedule's decay reaches zero (a scheduler is sometimes built a
             little longer than the run it drives).
+        late_checkpoint_progress: A Trainer checkpoint (no end-of-training summary) at or past
+            this share of its plan stopped where a run that went on leaves a snapshot: its
+            stop is reported as information (``run.stopped_short_quietly``), not a warning.
+        planned_stop_evals: A log that stops at least this many evaluations after its eval
+            loss's best stopped where an early-stopping rule would: reported as information.
         warmup_start_share: The learning rate starts below this share of its peak when the
             run has a warmup (``lr.has_warmup``).
         warmup_reach_share: Warmup ends at the first log at or above this share of the peak.
@@ -175,6 +180,8 @@ class FeatureSettings:
     min_points_to_judge: float = 4
     ended_early_progress: float = 0.9
     ended_early_schedule_progress: float = 0.75
+    late_checkpoint_progress: float = 0.75
+    planned_stop_evals: float = 2
     warmup_start_share: float = 0.5
     warmup_reach_share: float = 0.98
     changepoint_penalty: float = 12.0

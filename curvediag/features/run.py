@@ -270,6 +270,14 @@ def _last_is_best(values: np.ndarray) -> bool:
     return len(finite) > 0 and bool(finite[-1] <= finite.min())
 
 
+def _evals_after_best(values: np.ndarray) -> int:
+    """Evaluations logged after the eval loss's lowest finite value (0 when there is none)."""
+    finite = values[np.isfinite(values)]
+    if not len(finite):
+        return 0
+    return int(len(finite) - 1 - int(np.argmin(finite)))
+
+
 def _steps_done(run: Run, last: int) -> int:
     """The steps a run had done at its last log: a loop that counts from 0 (Lightning's
     global step) logs its last of ``max_steps`` steps at ``max_steps - every``."""
@@ -310,6 +318,15 @@ def _steps_done(run: Run, last: int) -> int:
         "run.ended_early": "the log stops well before the planned steps and has no final "
         "summary, or has the Trainer's summary while nothing planned the stop (no early "
         "stopping configured, the eval loss best at its last evaluation)",
+        "run.stopped_short_quietly": "the log stops well before the plan, as for run.ended_early, "
+        "but where a planned end would stop it too: the latest Trainer checkpoint in the plan's "
+        "last quarter (settings late_checkpoint_progress), or settings planned_stop_evals or "
+        "more evaluations after the eval loss's best (an early-stopping rule's stop); never "
+        "when the process is known to have failed",
+        "run.late_snapshot_share": "run.progress, when run.stopped_short_quietly holds because "
+        "the log is a Trainer checkpoint in the plan's last quarter",
+        "run.evals_after_best": "evaluations logged after the eval loss's best, when that is why "
+        "run.stopped_short_quietly holds",
         "run.stop_note": "how the log stops: without the final training summary, or with the "
         "Trainer's summary that something other than the plan called for",
         "run.stop_hint": "where to look for what stopped it, for either kind of stop",
@@ -395,6 +412,20 @@ def _run(ctx: FeatureContext) -> dict[str, Value]:
         and meta.finished is not True
         and (not summary or told_to_stop)
     )
+    # two kinds of early stop a planned end explains as well as a kill does: the latest of a
+    # Trainer's checkpoints in the plan's last quarter (a snapshot of a run that may well have
+    # gone on), and a log that stops some evaluations after its eval loss was at its best, where
+    # an early-stopping rule stops a run. Never when the process is known to have failed.
+    after_best = _evals_after_best(ev.values) if ev is not None and len(ev) else 0
+    failed = meta.error is not None or meta.exit_code not in (None, 0)
+    late_snapshot = bool(
+        run.format == "hf-trainer"
+        and not summary
+        and progress is not None
+        and progress >= ctx.settings.late_checkpoint_progress
+    )
+    after_plateau = after_best >= ctx.settings.planned_stop_evals and not told_to_stop
+    looks_planned = ended_early and not failed and (late_snapshot or after_plateau)
     return {
         # evaluations that logged no loss (a test accuracy per epoch) are evaluations too
         "run.eval_count": len(ev)
@@ -402,6 +433,9 @@ def _run(ctx: FeatureContext) -> dict[str, Value]:
         else max((len(x) for k, x in run.metrics.items() if k.startswith("eval/")), default=0),
         "run.train_logs": 0 if tl is None else len(tl),
         "run.ended_early": ended_early,
+        "run.stopped_short_quietly": looks_planned,
+        "run.late_snapshot_share": progress if looks_planned and late_snapshot else None,
+        "run.evals_after_best": after_best if looks_planned and after_plateau else None,
         "run.stop_note": _TOLD_TO_STOP[0] if told_to_stop else _NO_SUMMARY[0],
         "run.stop_hint": _TOLD_TO_STOP[1] if told_to_stop else _NO_SUMMARY[1],
         "run.snapshot_only": run.format == "hf-trainer" and "train_runtime" not in meta.summary,
