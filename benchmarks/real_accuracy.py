@@ -13,8 +13,8 @@ with two baselines run on the same series:
   at least 0.1%), Overfit ((mean eval - mean train) / mean train > 0.1) and ExplodingTensor
   (any NaN/Inf in a logged value).
 
-Scores, per label category and overall, for each split (``tune`` to ``tune57``: runs the rules
-may be tuned on; ``holdout58``: runs collected later and never tuned on), the tunable and held-out
+Scores, per label category and overall, for each split (``tune`` to ``tune58``: runs the rules
+may be tuned on; ``holdout59``: runs collected later and never tuned on), the tunable and held-out
 halves, and all of them:
 recall (expected problems found), precision (claimed problems that the label supports) and the
 share of healthy runs given a warning or worse. Writes ``benchmarks/results/real_accuracy.md``.
@@ -643,9 +643,10 @@ def main(argv: list[str] | None = None) -> int:
         "tunable since; `tune56`: `holdout56`, 21 runs collected the same way in the "
         "twenty-second session, measured blind at 55aea53 and tunable since; `tune57`: "
         "`holdout57`, 21 runs collected the same way later in the twenty-second session, "
-        "measured blind at 3257623 and tunable since; `holdout58`: 24 runs collected the same "
-        "way in the twenty-third session, never tuned on (see LABELLING.md for every blind "
-        "measurement).",
+        "measured blind at 3257623 and tunable since; `tune58`: `holdout58`, 24 runs collected "
+        "the same way in the twenty-third session, measured blind at 6595978 and tunable since; "
+        "`holdout59`: 20 runs collected the same way in the twenty-fourth session, never tuned "
+        "on (see LABELLING.md for every blind measurement).",
         "",
         "Recall: labelled problems found (a finding of the label's category or a synonym). "
         "Precision: findings whose category the label supports (`expected` or `acceptable`; "
