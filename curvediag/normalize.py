@@ -488,9 +488,10 @@ def _sum_detection_parts(run: Run, ns: str) -> None:
 
 #: A learning rate under the names Lightning's LearningRateMonitor (``lr-AdamW``,
 #: ``lr-SGD/pg1``), Ultralytics (``lr/pg0``), YOLOv5 (``x/lr0``), Keras' TensorBoard callback
-#: (``epoch_learning_rate``) and hand-written loops (``LearnRate``, ``Learning Rate``) write.
+#: (``epoch_learning_rate``), a loop's own namespace (``trainer/lr``, ``optimizer/lr``) and
+#: hand-written loops (``LearnRate``, ``Learning Rate``) write.
 _LR_NAME = re.compile(
-    r"(?:epoch_|x/)?(?:lr|learn(?:ing)?[ _-]?rate)(?:-[a-z][a-z0-9]*)?"
+    r"(?:epoch_|x/|trainer/|optim(?:izer)?/)?(?:lr|learn(?:ing)?[ _-]?rate)(?:-[a-z][a-z0-9]*)?"
     r"(?P<group>(?:/|_)pg\d+|(?<=lr)\d)?"
 )
 

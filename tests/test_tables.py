@@ -712,6 +712,9 @@ def test_a_loss_under_a_free_form_name_is_found(run_id: str, train: str, evals: 
         ("tb_keras_mnist_mlp_5ep", "train/epoch_learning_rate"),
         ("tb_catdog_lenet_39of100", "train/LearnRate"),
         ("csv_hevisum_spatial_expr", "train/Learning_Rate"),
+        # a Lightning module logging under its own namespace (tune58: a warmup 45x longer than
+        # the run went unseen without it)
+        ("pl58c_selfies_mdlm_10_molecules_warmup_longer_than_run/metrics.csv", "train/trainer/lr"),
     ],
 )
 def test_a_learning_rate_under_a_free_form_name_is_found(run_id: str, source: str) -> None:
