@@ -645,7 +645,7 @@ def main(argv: list[str] | None = None) -> int:
         "`holdout57`, 21 runs collected the same way later in the twenty-second session, "
         "measured blind at 3257623 and tunable since; `tune58`: `holdout58`, 24 runs collected "
         "the same way in the twenty-third session, measured blind at 6595978 and tunable since; "
-        "`holdout59`: 20 runs collected the same way in the twenty-fourth session, never tuned "
+        "`holdout59`: 24 runs collected the same way in the twenty-fourth session, never tuned "
         "on (see LABELLING.md for every blind measurement).",
         "",
         "Recall: labelled problems found (a finding of the label's category or a synonym). "
