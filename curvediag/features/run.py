@@ -418,13 +418,12 @@ def _run(ctx: FeatureContext) -> dict[str, Value]:
     # an early-stopping rule stops a run. Never when the process is known to have failed.
     after_best = _evals_after_best(ev.values) if ev is not None and len(ev) else 0
     failed = meta.error is not None or meta.exit_code not in (None, 0)
+    snapshot_only = run.format == "hf-trainer" and not summary
     late_snapshot = bool(
-        run.format == "hf-trainer"
-        and not summary
-        and progress is not None
-        and progress >= ctx.settings.late_checkpoint_progress
+        snapshot_only and progress is not None and progress >= ctx.settings.late_checkpoint_progress
     )
-    after_plateau = after_best >= ctx.settings.planned_stop_evals and not told_to_stop
+    # (a Trainer told to stop had its eval loss at its best: never after a plateau)
+    after_plateau = after_best >= ctx.settings.planned_stop_evals
     looks_planned = ended_early and not failed and (late_snapshot or after_plateau)
     return {
         # evaluations that logged no loss (a test accuracy per epoch) are evaluations too
@@ -438,7 +437,7 @@ def _run(ctx: FeatureContext) -> dict[str, Value]:
         "run.evals_after_best": after_best if looks_planned and after_plateau else None,
         "run.stop_note": _TOLD_TO_STOP[0] if told_to_stop else _NO_SUMMARY[0],
         "run.stop_hint": _TOLD_TO_STOP[1] if told_to_stop else _NO_SUMMARY[1],
-        "run.snapshot_only": run.format == "hf-trainer" and "train_runtime" not in meta.summary,
+        "run.snapshot_only": snapshot_only,
         "run.warmup_configured": configured,
         "run.warmup_share_of_plan": configured / meta.max_steps
         if configured is not None and meta.max_steps
